@@ -1,0 +1,32 @@
+-- The central predicates. Each rule is decided here and nowhere else: every "all threads"
+-- mechanism asks these instead of comparing kinds or ids itself, so a new kind of hidden or
+-- carrier thread changes one function, not ten call sites.
+
+CREATE OR REPLACE FUNCTION ember.is_steward_thread(p_thread text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce((SELECT t.kind = 'steward' FROM ember.threads AS t WHERE t.id = p_thread), false)
+$$;
+
+-- Label carriers: threads whose rows carry the union of what their generation has read.
+CREATE OR REPLACE FUNCTION ember.is_label_carrier(p_thread text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT t.kind IN ('main', 'steward') FROM ember.threads AS t WHERE t.id = p_thread),
+        false
+    )
+$$;
+
+-- Isolated threads: nothing automated ever reads them.
+CREATE OR REPLACE FUNCTION ember.is_isolated(p_thread text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT t.seal_tier = 'isolated' FROM ember.threads AS t WHERE t.id = p_thread),
+        false
+    )
+$$;

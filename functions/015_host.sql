@@ -1,0 +1,238 @@
+-- Host API: how the agent runtime writes threads, generations and messages into Ember.
+-- Each function validates its input and raises a named EM error (docs/errors.md) before it
+-- writes anything, so a refused call leaves nothing half-written.
+
+CREATE OR REPLACE FUNCTION ember.define_category(p_name text, p_description text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_name IS NULL OR p_name !~ '^[a-z][a-z0-9_-]*$' THEN
+        RAISE EXCEPTION 'invalid category name "%"', p_name
+            USING ERRCODE = 'EM012',
+                  HINT = 'lower case letters, digits, "_" and "-", starting with a letter';
+    END IF;
+    INSERT INTO ember.categories (name, description) VALUES (p_name, p_description)
+    ON CONFLICT (name) DO UPDATE SET description = coalesce(excluded.description, categories.description);
+    RETURN p_name;
+END;
+$$;
+
+-- Lock a thread row and return it; the lock serializes every write to one thread.
+CREATE OR REPLACE FUNCTION ember.lock_thread(p_thread text)
+RETURNS ember.threads
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t ember.threads;
+BEGIN
+    SELECT * INTO t FROM ember.threads WHERE id = p_thread FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    RETURN t;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.create_thread(
+    p_id text,
+    p_kind text,
+    p_title text DEFAULT NULL,
+    p_category text DEFAULT NULL,
+    p_seal_tier text DEFAULT 'open',
+    p_model text DEFAULT NULL,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_id IS NULL OR btrim(p_id) = '' THEN
+        RAISE EXCEPTION 'a thread id must be a non-empty string' USING ERRCODE = 'EM012';
+    END IF;
+    IF p_kind = 'steward' THEN
+        RAISE EXCEPTION 'thread "%": the steward thread is created only by ensure_steward_thread()', p_id
+            USING ERRCODE = 'EM002';
+    END IF;
+    IF p_kind IS NULL OR p_kind NOT IN ('main', 'side', 'task') THEN
+        RAISE EXCEPTION 'thread "%": unknown kind "%"', p_id, p_kind
+            USING ERRCODE = 'EM002', HINT = 'kinds: main, side, task';
+    END IF;
+    IF p_seal_tier IS NULL OR p_seal_tier NOT IN ('open', 'isolated') THEN
+        RAISE EXCEPTION 'thread "%": unknown seal tier "%"', p_id, p_seal_tier
+            USING ERRCODE = 'EM011', HINT = 'seal tiers: open, isolated';
+    END IF;
+    IF p_category IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM ember.categories WHERE name = p_category) THEN
+        RAISE EXCEPTION 'thread "%": unknown category "%"', p_id, p_category
+            USING ERRCODE = 'EM010', HINT = 'define it first with ember.define_category()';
+    END IF;
+    IF p_model IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.models WHERE id = p_model) THEN
+        RAISE EXCEPTION 'thread "%": unknown model "%"', p_id, p_model USING ERRCODE = 'EM009';
+    END IF;
+    IF EXISTS (SELECT 1 FROM ember.threads WHERE id = p_id) THEN
+        RAISE EXCEPTION 'thread "%" already exists', p_id USING ERRCODE = 'EM013';
+    END IF;
+    IF p_kind = 'main' AND EXISTS (SELECT 1 FROM ember.threads WHERE kind = 'main') THEN
+        RAISE EXCEPTION 'thread "%": a main thread already exists (%)', p_id,
+            (SELECT id FROM ember.threads WHERE kind = 'main')
+            USING ERRCODE = 'EM006';
+    END IF;
+
+    INSERT INTO ember.threads (id, kind, title, category, seal_tier, model, created_at, status_changed_at)
+    VALUES (p_id, p_kind, p_title, p_category, p_seal_tier, p_model, p_now, p_now);
+    INSERT INTO ember.generations (thread_id, ordinal, started_at) VALUES (p_id, 1, p_now);
+    RETURN p_id;
+EXCEPTION
+    WHEN unique_violation THEN
+        -- A concurrent create of the same id or a second main slipped past the checks above.
+        RAISE EXCEPTION 'thread "%" conflicts with an existing thread (%)', p_id, SQLERRM
+            USING ERRCODE = CASE WHEN p_kind = 'main' THEN 'EM006' ELSE 'EM013' END;
+END;
+$$;
+
+-- The thread's open generation, opening one when there is none (after an ended thread resumed,
+-- or for a thread whose generation was closed by set_thread_status).
+CREATE OR REPLACE FUNCTION ember.current_generation(
+    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS uuid
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    g uuid;
+BEGIN
+    SELECT id INTO g FROM ember.generations WHERE thread_id = p_thread AND ended_at IS NULL;
+    IF g IS NULL THEN
+        INSERT INTO ember.generations (thread_id, ordinal, started_at)
+        SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
+        FROM ember.generations WHERE thread_id = p_thread
+        RETURNING id INTO g;
+    END IF;
+    RETURN g;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.start_generation(
+    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS uuid
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t ember.threads;
+    g uuid;
+BEGIN
+    t := ember.lock_thread(p_thread);
+    IF t.status = 'archived' THEN
+        RAISE EXCEPTION 'thread "%" is archived: it takes no new generation', p_thread
+            USING ERRCODE = 'EM007';
+    END IF;
+    UPDATE ember.generations SET ended_at = greatest(p_now, started_at)
+    WHERE thread_id = p_thread AND ended_at IS NULL;
+    INSERT INTO ember.generations (thread_id, ordinal, started_at)
+    SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
+    FROM ember.generations WHERE thread_id = p_thread
+    RETURNING id INTO g;
+    RETURN g;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.append_message(
+    p_thread text,
+    p_role text,
+    p_content text,
+    p_author text DEFAULT NULL,
+    p_blocks json DEFAULT NULL,
+    p_tool_call_id text DEFAULT NULL,
+    p_tool_name text DEFAULT NULL,
+    p_tool_status text DEFAULT NULL,
+    p_from_thread text DEFAULT NULL,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t ember.threads;
+    v_author text;
+    v_id bigint;
+BEGIN
+    IF p_role IS NULL OR p_role NOT IN ('user', 'assistant', 'tool_result', 'event') THEN
+        RAISE EXCEPTION 'thread "%": unknown role "%"', p_thread, p_role
+            USING ERRCODE = 'EM003', HINT = 'roles: user, assistant, tool_result, event';
+    END IF;
+    v_author := coalesce(p_author, CASE p_role
+        WHEN 'user' THEN 'human'
+        WHEN 'assistant' THEN 'agent'
+        ELSE 'system' END);
+    IF v_author NOT IN ('human', 'agent', 'system', 'main') THEN
+        RAISE EXCEPTION 'thread "%": unknown author "%"', p_thread, p_author
+            USING ERRCODE = 'EM004', HINT = 'authors: human, agent, system, main';
+    END IF;
+    IF v_author = 'human' AND p_role <> 'user' THEN
+        RAISE EXCEPTION 'thread "%": a % row cannot have author human', p_thread, p_role
+            USING ERRCODE = 'EM004';
+    END IF;
+    IF p_tool_status IS NOT NULL AND p_role <> 'tool_result' THEN
+        RAISE EXCEPTION 'thread "%": tool status "%" on a % row; only tool_result rows have one',
+            p_thread, p_tool_status, p_role
+            USING ERRCODE = 'EM008';
+    END IF;
+    IF p_role = 'tool_result' AND (p_tool_status IS NULL OR p_tool_status NOT IN ('ok', 'error', 'pending')) THEN
+        RAISE EXCEPTION 'thread "%": a tool_result row needs tool status ok, error or pending, got %',
+            p_thread, coalesce('"' || p_tool_status || '"', 'none')
+            USING ERRCODE = 'EM008';
+    END IF;
+    IF p_content IS NULL THEN
+        RAISE EXCEPTION 'thread "%": message content must not be null', p_thread
+            USING ERRCODE = 'EM012';
+    END IF;
+    IF p_from_thread IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from_thread) THEN
+        RAISE EXCEPTION 'thread "%": unknown from_thread "%"', p_thread, p_from_thread
+            USING ERRCODE = 'EM001';
+    END IF;
+
+    -- The row lock serializes appends to this thread, and seq is drawn under it: so within a
+    -- thread seq order is commit order, and a reader that saw seq n has seen every earlier row
+    -- of the thread (invariant 8). Drawing seq in a trigger would keep the same guarantee only
+    -- if every writer also took this lock, which is exactly what this function is for.
+    t := ember.lock_thread(p_thread);
+    IF t.status = 'archived' THEN
+        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
+            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
+    END IF;
+
+    INSERT INTO ember.messages (
+        seq, thread_id, generation_id, role, author, content, blocks,
+        tool_call_id, tool_name, tool_status, from_thread, created_at
+    ) VALUES (
+        nextval('ember.message_seq'), p_thread, ember.current_generation(p_thread, p_now),
+        p_role, v_author, p_content, p_blocks,
+        p_tool_call_id, p_tool_name, p_tool_status, p_from_thread, p_now
+    )
+    RETURNING id INTO v_id;
+    RETURN v_id;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.set_thread_status(
+    p_thread text, p_status text, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t ember.threads;
+BEGIN
+    IF p_status IS NULL OR p_status NOT IN ('active', 'ended', 'archived') THEN
+        RAISE EXCEPTION 'thread "%": unknown status "%"', p_thread, p_status
+            USING ERRCODE = 'EM005', HINT = 'statuses: active, ended, archived';
+    END IF;
+    t := ember.lock_thread(p_thread);
+    IF t.status = p_status THEN
+        RETURN;
+    END IF;
+    UPDATE ember.threads SET status = p_status, status_changed_at = p_now WHERE id = p_thread;
+END;
+$$;

@@ -1,0 +1,51 @@
+-- The steward's hidden thread (seed 001 section 3). Created once; main's model pin and thinking
+-- level are copied once, at creation, so that switching main to a frontier model later does
+-- not make the back office expensive.
+
+CREATE OR REPLACE FUNCTION ember.ensure_steward_thread(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    m ember.threads;
+BEGIN
+    -- Serialize concurrent bootstraps: the second caller waits, then finds the thread.
+    PERFORM pg_advisory_xact_lock(hashtext('ember.steward_thread'));
+    IF EXISTS (SELECT 1 FROM ember.threads WHERE kind = 'steward') THEN
+        RETURN 'memory-steward';
+    END IF;
+    SELECT * INTO m FROM ember.threads WHERE kind = 'main';
+    INSERT INTO ember.threads (
+        id, kind, title, seal_tier, origin, hidden, model, thinking_level,
+        created_at, status_changed_at
+    ) VALUES (
+        'memory-steward', 'steward', 'memory steward', 'open', '{"system": "memory-steward"}',
+        true, m.model, coalesce(m.thinking_level, 'off'), p_now, p_now
+    );
+    INSERT INTO ember.generations (thread_id, ordinal, started_at)
+    VALUES ('memory-steward', 1, p_now);
+    RETURN 'memory-steward';
+END;
+$$;
+
+-- Pin a thread's model and thinking level (the operator's or the user's choice).
+CREATE OR REPLACE FUNCTION ember.set_thread_model(
+    p_thread text, p_model text, p_thinking_level text DEFAULT NULL
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_model IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.models WHERE id = p_model) THEN
+        RAISE EXCEPTION 'thread "%": unknown model "%"', p_thread, p_model USING ERRCODE = 'EM009';
+    END IF;
+    IF p_thinking_level IS NOT NULL AND p_thinking_level NOT IN ('off', 'low', 'medium', 'high') THEN
+        RAISE EXCEPTION 'thread "%": unknown thinking level "%"', p_thread, p_thinking_level
+            USING ERRCODE = 'EM012', HINT = 'thinking levels: off, low, medium, high';
+    END IF;
+    PERFORM ember.lock_thread(p_thread);
+    UPDATE ember.threads
+    SET model = p_model, thinking_level = coalesce(p_thinking_level, thinking_level)
+    WHERE id = p_thread;
+END;
+$$;

@@ -1,0 +1,61 @@
+"""Shared fixtures: a migrated template database, and a fresh copy of it per test.
+
+Copies are made with CREATE DATABASE ... TEMPLATE, which is far cheaper than migrating each
+time; names carry the pid so two test runs on one server never collide.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from ember.config import database_url, with_database
+from ember.devsetup import drop_database, fresh_database
+
+ROOT = Path(__file__).resolve().parents[1]
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server_url() -> str:
+    """Any database on the server under test: `DATABASE_URL`, else the embedded one."""
+    return database_url()
+
+
+@pytest.fixture(scope="session")
+def template_db(server_url: str) -> Iterator[str]:
+    name = f"ember_tpl_{os.getpid()}"
+    fresh_database(server_url, name, root=ROOT, pgtap=False)
+    yield name
+    drop_database(server_url, name)
+
+
+@pytest.fixture
+def db(server_url: str, template_db: str) -> Iterator[str]:
+    """A freshly migrated database for one test; its URL."""
+    name = f"ember_t_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(with_database(server_url, "postgres"), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template_db)
+            )
+        )
+    yield with_database(server_url, name)
+    drop_database(server_url, name)
+
+
+@pytest.fixture
+def empty_db(server_url: str) -> Iterator[str]:
+    """An empty database (nothing migrated); its URL."""
+    name = f"ember_e_{os.getpid()}_{next(_counter)}"
+    drop_database(server_url, name)
+    with psycopg.connect(with_database(server_url, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield with_database(server_url, name)
+    drop_database(server_url, name)

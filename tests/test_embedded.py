@@ -1,0 +1,96 @@
+"""The embedded server: start, restart, URL, stale pid and a taken port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ember.embedded import EmbeddedError, EmbeddedServer, Layout
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    # A long directory name: the socket path must stay short whatever the checkout's path.
+    root = tmp_path_factory.mktemp("a-checkout-with-a-rather-long-name-" + "x" * 60)
+    srv = EmbeddedServer(root)
+    yield srv
+    srv.stop()
+
+
+def _select_one(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT 1").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_start_restart_and_url(server: EmbeddedServer) -> None:
+    url = server.start()
+    assert url.startswith("postgresql://postgres@127.0.0.1:") and url.endswith("/ember")
+    assert _select_one(url) == 1
+    assert server.start() == url, "starting twice is harmless"
+    assert server.status()["running"] is True
+    assert server.stop() is True
+    assert server.status()["running"] is False
+    assert server.start() == url, "a restart keeps the remembered port"
+    assert _select_one(url) == 1
+    socket_file = server.layout.socket_dir / f".s.PGSQL.{server.port}"
+    assert len(str(socket_file).encode()) < 107
+
+
+def test_cli_url_prints_the_url_alone(server: EmbeddedServer) -> None:
+    url = server.start()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["EMBER_HOME"] = str(server.layout.root)
+    out = subprocess.run(
+        [sys.executable, "-m", "ember.cli", "db", "url"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout == url + "\n"
+    env["DATABASE_URL"] = "postgresql://elsewhere/db"
+    out = subprocess.run(
+        [sys.executable, "-m", "ember.cli", "db", "url"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout == "postgresql://elsewhere/db\n", "DATABASE_URL overrides the default"
+
+
+def test_a_stale_pid_file_is_cleared(server: EmbeddedServer) -> None:
+    url = server.start()
+    server.stop()
+    pidfile = server.layout.pgdata / "postmaster.pid"
+    pidfile.write_text("999999\n")  # no such process
+    assert server.status()["running"] is False
+    assert server.start() == url
+    assert _select_one(url) == 1
+
+
+def test_a_port_in_use_is_a_clear_error(server: EmbeddedServer) -> None:
+    server.start()
+    port = server.port
+    server.stop()
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", port))
+        blocker.listen()
+        with pytest.raises(EmbeddedError, match=rf"port {port} .* is in use"):
+            server.start()
+
+
+def test_socket_dir_is_short_for_any_root() -> None:
+    lay = Layout(Path("/" + "deep/" * 40))
+    assert len(str(lay.socket_dir / ".s.PGSQL.65535").encode()) < 107

@@ -1,0 +1,80 @@
+"""Development and test set-up: pgTAP from Debian, and fresh test databases."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import psycopg
+from psycopg import sql
+
+from ember import queries
+from ember.config import uses_embedded, with_database
+from ember.embedded import EmbeddedServer
+from ember.migrate import MigrateResult, migrate
+
+PGTAP_PACKAGES = ("pgtap", "postgresql-15-pgtap")
+PGTAP_SOURCE = Path("/usr/share/postgresql/15/extension")
+
+
+class SetupError(RuntimeError):
+    pass
+
+
+def _pgtap_present() -> bool:
+    return (PGTAP_SOURCE / "pgtap.control").exists() and shutil.which("pg_prove") is not None
+
+
+def ensure_pgtap() -> None:
+    """Make sure Debian's pgTAP and pg_prove exist; copy the extension into the embedded server.
+
+    pgTAP is plain SQL and PL/pgSQL, so the files Debian builds for PostgreSQL 15 load into the
+    embedded PostgreSQL 18 unchanged.
+    """
+    if not _pgtap_present():
+        command = ["apt-get", "install", "-y", "-q", *PGTAP_PACKAGES]
+        if os.geteuid() != 0:
+            raise SetupError(
+                "pgTAP is missing. Install it with:\n"
+                f"  sudo apt-get update && sudo {' '.join(command)}"
+            )
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        first = subprocess.run(command, env=env, capture_output=True, text=True)
+        if first.returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
+            subprocess.run(command, env=env, check=True, capture_output=True)
+        if not _pgtap_present():
+            raise SetupError(f"apt-get installed {PGTAP_PACKAGES} but pgtap.control is missing")
+    if uses_embedded():
+        EmbeddedServer().install_extension_files(PGTAP_SOURCE, "pgtap*")
+
+
+def fresh_database(
+    base_url: str, name: str, *, root: Path, pgtap: bool
+) -> tuple[str, MigrateResult]:
+    """Drop and recreate database `name` on the server of `base_url`, migrate it, add pgTAP."""
+    admin = with_database(base_url, "postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        ident = sql.Identifier(name)
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+    url = with_database(base_url, name)
+    result = migrate(url, root)
+    if pgtap:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pgtap")
+    return url, result
+
+
+def drop_database(base_url: str, name: str) -> None:
+    with psycopg.connect(with_database(base_url, "postgres"), autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+
+
+def database_exists(base_url: str, name: str) -> bool:
+    with psycopg.connect(with_database(base_url, "postgres"), autocommit=True) as conn:
+        return conn.execute(queries.DATABASE_EXISTS, (name,)).fetchone() is not None
