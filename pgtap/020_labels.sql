@@ -1,0 +1,145 @@
+BEGIN;
+SELECT plan(42);
+
+SELECT ember.define_category('health');
+SELECT ember.define_category('finance');
+SELECT ember.define_category('travel');
+SELECT ember.create_thread('main', 'main');
+SELECT ember.create_thread('doc', 'side', 'Doctor', 'health');
+SELECT ember.create_thread('bank', 'side', 'Bank', 'finance');
+SELECT ember.create_thread('chat', 'side', 'Chat');
+SELECT ember.ensure_steward_thread();
+
+SELECT has_table('ember', 'generation_sources', 'generation sources are a table');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{}'::text[],
+          'a new generation of main carries no labels');
+
+-- Carrier rows: stamped with what the generation has read at insert time.
+SELECT ember.append_message('main', 'user', 'how is it going?');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'how is it going?'), '{}'::text[],
+          'a plain user message in main carries no labels');
+SELECT ember.append_message('main', 'event', 'doc: appointment booked', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'doc: appointment booked'), '{health}'::text[],
+          'a progress row from a category thread is itself labelled with that category');
+SELECT is((SELECT via || '/' || source_thread FROM ember.generation_sources
+           WHERE message_id = (SELECT id FROM ember.messages WHERE content = 'doc: appointment booked')),
+          'message/doc', 'the progress row is recorded as a source of main''s generation');
+SELECT ember.append_message('main', 'assistant', 'good news');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'good news'), '{health}'::text[],
+          'a carrier row inserted after a category source arrives carries that category');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'how is it going?'), '{}'::text[],
+          'rows stamped before the source arrived keep their stamp');
+SELECT ember.append_message('main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank');
+SELECT ember.append_message('main', 'event', 'doc: reminder', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health}'::text[],
+          'labels are the sorted, de-duplicated union of the sources'' categories');
+SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'main'), 2,
+          'a source already read adds no second row');
+SELECT ember.append_message('main', 'event', 'chat: hello', NULL, NULL, NULL, NULL, NULL, 'chat');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'chat: hello'), '{finance,health}'::text[],
+          'an uncategorised source adds no label but takes none away');
+
+-- Other threads' rows carry their thread's category.
+SELECT ember.append_message('doc', 'user', 'my knee hurts');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'my knee hurts'), '{health}'::text[],
+          'a category thread''s rows carry its category');
+SELECT ember.append_message('chat', 'user', 'hi there');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'hi there'), '{}'::text[],
+          'an uncategorised thread''s rows carry no labels');
+SELECT ember.append_message('chat', 'event', 'from doc', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'from doc'), '{}'::text[],
+          'a non-carrier row with from_thread still carries only its thread''s category');
+SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'chat'), 0,
+          'and a non-carrier records no generation source');
+INSERT INTO ember.messages (seq, thread_id, generation_id, role, author, content, categories)
+VALUES (nextval('ember.message_seq'), 'chat', ember.latest_generation('chat'), 'user', 'human',
+        'forged', '{finance}');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'forged'), '{}'::text[],
+          'the writer''s own categories are ignored: the database stamps the row');
+
+-- Labels never shrink.
+SELECT throws_ok($$UPDATE ember.generation_sources SET source_thread = 'chat' WHERE source_thread = 'doc'$$,
+                 'EM021', NULL, 'updating a generation source is refused');
+SELECT throws_ok($$DELETE FROM ember.generation_sources WHERE source_thread = 'doc'$$,
+                 'EM021', NULL, 'deleting a generation source is refused');
+SELECT throws_ok($$TRUNCATE ember.generation_sources$$,
+                 'EM021', NULL, 'truncating generation sources is refused');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health}'::text[],
+          'after the refused changes main''s labels are unchanged');
+SELECT throws_ok($$UPDATE ember.messages SET categories = '{}' WHERE content = 'good news'$$,
+                 'EM021', NULL, 'a stamped row''s labels cannot be removed');
+SELECT lives_ok($$UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE content = 'good news'$$,
+                'other columns of a labelled row may still be updated');
+SELECT throws_ok($$UPDATE ember.threads SET category = 'finance' WHERE id = 'doc'$$,
+                 'EM021', 'thread "doc": category "health" cannot be changed or removed (to "finance")',
+                 'a thread''s category cannot be changed');
+SELECT throws_ok($$UPDATE ember.threads SET category = NULL WHERE id = 'doc'$$,
+                 'EM021', NULL, 'a thread''s category cannot be removed');
+UPDATE ember.threads SET category = 'travel' WHERE id = 'chat';
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health,travel}'::text[],
+          'categorising a thread late labels every generation that already read it');
+
+-- A new generation starts empty; the old one keeps its labels.
+SELECT ember.start_generation('main');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{}'::text[],
+          'a new generation of main starts with no labels');
+SELECT ember.append_message('main', 'user', 'fresh start');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'fresh start'), '{}'::text[],
+          'and its rows carry none');
+SELECT is(ember.generation_labels((SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1)),
+          '{finance,health,travel}'::text[], 'the ended generation keeps its labels');
+SELECT throws_ok($$SELECT ember.generation_labels('00000000-0000-0000-0000-000000000000')$$,
+                 'EM020', 'unknown generation "00000000-0000-0000-0000-000000000000"',
+                 'labels of an unknown generation are a named error');
+
+-- The steward reports the generations it read.
+SELECT is(ember.report_read_generations(ember.latest_generation('memory-steward'),
+                                        ARRAY[ember.latest_generation('doc')]),
+          '{health}'::text[], 'reading a category thread''s generation labels the steward''s generation');
+SELECT ember.append_message('memory-steward', 'assistant', 'noted the knee');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'noted the knee'), '{health}'::text[],
+          'the steward''s next row carries that label');
+SELECT is(ember.report_read_generations(ember.latest_generation('memory-steward'),
+                                        ARRAY[(SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1)]),
+          '{finance,health,travel}'::text[],
+          'reading a generation of main carries everything that generation had read');
+SELECT is((SELECT source_generation FROM ember.generation_sources
+           WHERE thread_id = 'memory-steward' AND source_thread = 'bank'),
+          (SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1),
+          'the source row names the generation that was read');
+SELECT throws_ok(format($$SELECT ember.report_read_generations(%L, ARRAY[%L::uuid])$$,
+                        ember.latest_generation('chat'), ember.latest_generation('doc')),
+                 'EM012', NULL, 'only a label carrier''s generation records what it read');
+SELECT throws_ok(format($$SELECT ember.report_read_generations(%L, ARRAY[%L::uuid, '00000000-0000-0000-0000-000000000001'])$$,
+                        ember.latest_generation('memory-steward'), ember.latest_generation('chat')),
+                 'EM020', NULL, 'an unknown generation read is a named error');
+SELECT is((SELECT count(*)::int FROM ember.generation_sources
+           WHERE thread_id = 'memory-steward' AND source_thread = 'chat' AND via = 'read'
+             AND source_generation = ember.latest_generation('chat')), 0,
+          'and nothing of that report is recorded');
+SELECT throws_ok($$SELECT ember.report_read_generations('00000000-0000-0000-0000-000000000002', '{}')$$,
+                 'EM020', NULL, 'reporting for an unknown generation is a named error');
+
+-- A row from one carrier into another carries everything the sender had read.
+UPDATE ember.models SET tags = '{finance,health,travel}' WHERE id = 'claude-opus-4-8';
+SELECT ember.set_thread_model('main', 'claude-opus-4-8');
+SELECT ember.append_message('main', 'event', 'steward: digest done', NULL, NULL, NULL, NULL, NULL,
+                            'memory-steward');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'steward: digest done'),
+          '{finance,health,travel}'::text[], 'a row from a carrier carries the sender''s labels');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health,travel}'::text[],
+          'and the receiving generation records the sender''s sources');
+
+-- The shadow label source: what a call from a thread carries now.
+SELECT ember.start_generation('main');
+SELECT ember.append_message('main', 'user', 'plain question');
+SELECT is(ember.thread_call_labels('main'), '{}'::text[],
+          'after a plain user message in main, a call from main carries no category');
+SELECT ember.append_message('main', 'event', 'doc: progress', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT is(ember.thread_call_labels('main'), '{health}'::text[],
+          'after a progress row from a category thread, the next call carries that category');
+SELECT is(ember.thread_call_labels('doc'), '{health}'::text[], 'a category thread''s calls carry its category');
+SELECT throws_ok($$SELECT ember.thread_call_labels('nope')$$, 'EM001', NULL, 'an unknown thread is a named error');
+
+SELECT * FROM finish();
+ROLLBACK;
