@@ -1,0 +1,82 @@
+-- Model routing (design.md invariant 9): labelled content goes only to a model tagged for all
+-- of its categories. Routing never downgrades: when no model of the tier fits, the work waits
+-- with an error that says why, rather than going to a cheaper or untagged model.
+
+-- Operators tag models with UPDATE ember.models SET tags = ...; a tag must name a known
+-- category (a typo would otherwise silently keep labelled work from ever being routed), and
+-- tags are kept sorted and de-duplicated like every label array.
+CREATE OR REPLACE FUNCTION ember.models_tags_known()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_unknown text[];
+BEGIN
+    v_unknown := ARRAY(
+        SELECT DISTINCT tag FROM unnest(new.tags) AS tag
+        WHERE tag IS NULL OR NOT EXISTS (SELECT 1 FROM ember.categories AS c WHERE c.name = tag)
+        ORDER BY tag
+    );
+    IF cardinality(v_unknown) > 0 THEN
+        RAISE EXCEPTION 'model "%": unknown categories in tags: %', new.id, v_unknown
+            USING ERRCODE = 'EM010', HINT = 'define them first with ember.define_category()';
+    END IF;
+    new.tags := ember.label_set(new.tags);
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER models_tags_known
+BEFORE INSERT OR UPDATE OF tags ON ember.models
+FOR EACH ROW EXECUTE FUNCTION ember.models_tags_known();
+
+-- The first model of the tier, in registry order (position), whose tags cover every category.
+CREATE OR REPLACE FUNCTION ember.route_model(p_tier text, p_categories text[])
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_needed text[] := ember.label_set(coalesce(p_categories, '{}'));
+    v_unknown text[];
+    v_model text;
+    v_missing text[];
+BEGIN
+    IF p_tier IS NULL OR p_tier NOT IN ('light', 'standard', 'frontier') THEN
+        RAISE EXCEPTION 'unknown model tier "%"', p_tier
+            USING ERRCODE = 'EM023', HINT = 'tiers: light, standard, frontier';
+    END IF;
+    v_unknown := ARRAY(
+        SELECT c FROM unnest(v_needed) AS c
+        WHERE NOT EXISTS (SELECT 1 FROM ember.categories AS k WHERE k.name = c)
+    );
+    IF cardinality(v_unknown) > 0 THEN
+        RAISE EXCEPTION 'routing a % call: unknown categories %', p_tier, v_unknown
+            USING ERRCODE = 'EM010', HINT = 'define them first with ember.define_category()';
+    END IF;
+
+    SELECT m.id INTO v_model FROM ember.models AS m
+    WHERE m.tier = p_tier AND m.tags @> v_needed
+    ORDER BY m.position
+    LIMIT 1;
+    IF v_model IS NOT NULL THEN
+        RETURN v_model;
+    END IF;
+
+    -- Name what is missing: the categories no model of the tier is tagged for at all, or,
+    -- when each is covered by some model, the fact that no single model covers them all.
+    v_missing := ARRAY(
+        SELECT c FROM unnest(v_needed) AS c
+        WHERE NOT EXISTS (SELECT 1 FROM ember.models AS m WHERE m.tier = p_tier AND c = ANY(m.tags))
+    );
+    IF cardinality(v_missing) > 0 THEN
+        RAISE EXCEPTION 'category_model: no % model is tagged for %', p_tier, v_missing
+            USING ERRCODE = 'EM022',
+                  DETAIL = format('the call carries %s', v_needed),
+                  HINT = 'tag a model of this tier (UPDATE ember.models SET tags = ...); '
+                      || 'the work waits rather than going to an untagged model';
+    END IF;
+    RAISE EXCEPTION 'category_model: no single % model is tagged for all of %', p_tier, v_needed
+        USING ERRCODE = 'EM022',
+              HINT = 'tag one model of this tier for all of them; the work waits meanwhile';
+END;
+$$;
