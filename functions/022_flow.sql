@@ -1,0 +1,158 @@
+-- Flow and copy rules (design.md invariant 4): what leaves a label carrier carries the
+-- carrier's current labels and may go only to a thread whose pinned model is tagged for all of
+-- them; labelled carrier rows are never copied, forked or quoted into another thread.
+
+-- Refuses (EM024) unless p_to may receive what leaves p_from now; returns the labels that
+-- travel. A thread without a pinned model proves no tags, so it receives only unlabelled
+-- content: assuming some default model would be a guess, and a wrong guess is a leak.
+CREATE OR REPLACE FUNCTION ember.check_carrier_flow(p_from text, p_to text)
+RETURNS text[]
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_labels text[];
+    v_model text;
+    v_tags text[];
+    v_missing text[];
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
+    END IF;
+    SELECT t.model, coalesce(m.tags, '{}') INTO v_model, v_tags
+    FROM ember.threads AS t LEFT JOIN ember.models AS m ON m.id = t.model
+    WHERE t.id = p_to;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_to USING ERRCODE = 'EM001';
+    END IF;
+    IF NOT ember.is_label_carrier(p_from) OR p_from = p_to THEN
+        RETURN '{}';
+    END IF;
+    v_labels := ember.thread_call_labels(p_from);
+    v_missing := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(v_tags));
+    IF cardinality(v_missing) > 0 THEN
+        RAISE EXCEPTION 'carrier_label_flow: "%" carries %, but the model of "%" (%) is not tagged for %',
+            p_from, v_labels, p_to, coalesce(v_model, 'none pinned'), v_missing
+            USING ERRCODE = 'EM024',
+                  HINT = 'pin a model tagged for these categories on the receiving thread, '
+                      || 'or send from a fresh generation';
+    END IF;
+    RETURN v_labels;
+END;
+$$;
+
+-- The database enforces the flow rule on every row that arrives from a carrier, whatever
+-- wrote it (a side-chat message from main, a copy), instead of trusting each caller to ask.
+CREATE OR REPLACE FUNCTION ember.messages_carrier_flow()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
+        PERFORM ember.check_carrier_flow(new.from_thread, new.thread_id);
+    END IF;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_carrier_flow
+BEFORE INSERT ON ember.messages
+FOR EACH ROW EXECUTE FUNCTION ember.messages_carrier_flow();
+
+-- Fork, clone or quote rows of p_from into p_to, all or nothing; returns the new ids in the
+-- originals' conversation (seq) order. Refusals, checked before anything is written:
+--   EM026 an id that is missing or not a row of p_from;
+--   EM027 the steward's record, on either side (it is never a reference);
+--   EM028 rows of an isolated thread into a thread that is not isolated;
+--   EM025 any labelled row of a carrier (main_record_copy);
+--   EM024 labelled rows into a thread whose own category does not cover them: its rows will
+--         carry only that category, so the labels would be lost on the way. Into a carrier the
+--         copy is instead recorded as a generation source, so the carrier's labels grow.
+-- Copies go through append_message, so they take the thread lock, a fresh seq and every check
+-- and trigger an ordinary append does.
+CREATE OR REPLACE FUNCTION ember.copy_messages(
+    p_from text, p_ids bigint[], p_to text, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_to ember.threads;
+    v_missing bigint[];
+    v_labelled bigint[];
+    v_labels text[];
+    v_lost text[];
+    r ember.messages;
+    v_new bigint[] := '{}';
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
+    END IF;
+    SELECT * INTO v_to FROM ember.threads WHERE id = p_to;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_to USING ERRCODE = 'EM001';
+    END IF;
+    IF p_ids IS NULL THEN
+        RAISE EXCEPTION 'copy from "%" to "%": the list of message ids must not be null', p_from, p_to
+            USING ERRCODE = 'EM012';
+    END IF;
+    v_missing := ARRAY(
+        SELECT DISTINCT i FROM unnest(p_ids) AS i
+        WHERE i IS NULL
+           OR NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = i AND m.thread_id = p_from)
+        ORDER BY i
+    );
+    IF cardinality(v_missing) > 0 THEN
+        RAISE EXCEPTION 'copy from "%": no such messages in that thread: %', p_from, v_missing
+            USING ERRCODE = 'EM026';
+    END IF;
+    IF ember.is_steward_thread(p_from) OR ember.is_steward_thread(p_to) THEN
+        RAISE EXCEPTION 'copy from "%" to "%": the memory steward''s record is never copied, forked or quoted',
+            p_from, p_to
+            USING ERRCODE = 'EM027', HINT = 'use search_memory for memories';
+    END IF;
+    IF ember.is_isolated(p_from) AND NOT ember.is_isolated(p_to) THEN
+        RAISE EXCEPTION 'copy from "%" to "%": rows of an isolated thread go only to an isolated thread',
+            p_from, p_to
+            USING ERRCODE = 'EM028';
+    END IF;
+    IF ember.is_label_carrier(p_from) THEN
+        v_labelled := ARRAY(
+            SELECT m.id FROM ember.messages AS m
+            WHERE m.id = ANY(p_ids) AND m.categories <> '{}'
+            ORDER BY m.id
+        );
+        IF cardinality(v_labelled) > 0 THEN
+            RAISE EXCEPTION 'main_record_copy: messages % of "%" carry labels; a carrier''s labelled rows are never copied, forked or quoted',
+                v_labelled, p_from
+                USING ERRCODE = 'EM025',
+                      HINT = 'copy only rows written before the generation read labelled content';
+        END IF;
+    END IF;
+    v_labels := ember.label_set(ARRAY(
+        SELECT unnest(m.categories) FROM ember.messages AS m WHERE m.id = ANY(p_ids)
+    ));
+    IF ember.is_label_carrier(p_to) THEN
+        -- Lock before recording so the rows appended below are stamped with the new source.
+        PERFORM ember.lock_thread(p_to);
+        PERFORM ember.add_generation_sources(ember.current_generation(p_to, p_now), ARRAY[p_from], 'copy');
+    ELSE
+        v_lost := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE l IS DISTINCT FROM v_to.category);
+        IF cardinality(v_lost) > 0 THEN
+            RAISE EXCEPTION 'carrier_label_flow: rows copied from "%" carry %, but rows of "%" carry only %',
+                p_from, v_labels, p_to, ember.label_set(ARRAY[v_to.category])
+                USING ERRCODE = 'EM024',
+                      HINT = 'copy labelled rows only into a thread of the same category';
+        END IF;
+    END IF;
+
+    FOR r IN
+        SELECT * FROM ember.messages AS m WHERE m.id = ANY(p_ids) ORDER BY m.seq
+    LOOP
+        v_new := v_new || ember.append_message(
+            p_to, r.role, r.content, r.author, r.blocks, r.tool_call_id, r.tool_name,
+            r.tool_status, r.from_thread, p_now
+        );
+    END LOOP;
+    RETURN v_new;
+END;
+$$;

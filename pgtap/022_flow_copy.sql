@@ -1,0 +1,142 @@
+BEGIN;
+SELECT plan(37);
+
+SELECT ember.define_category('health');
+SELECT ember.define_category('finance');
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
+SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('doc', 'side', 'Doctor', 'health');
+SELECT ember.create_thread('clinic', 'side', 'Clinic', 'health');
+SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
+SELECT ember.create_thread('tagged', 'side', 'Tagged', NULL, 'open', 'claude-opus-4-8');
+SELECT ember.create_thread('nomodel', 'side', 'No model');
+SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.create_thread('vault2', 'side', 'Private too', NULL, 'isolated');
+SELECT ember.ensure_steward_thread();
+
+-- Flow: what leaves a carrier carries its current labels.
+SELECT is(ember.check_carrier_flow('main', 'plain'), '{}'::text[],
+          'an unlabelled main may send to a thread with an untagged model');
+SELECT ember.append_message('main', 'user', 'plain question');
+SELECT ember.append_message('main', 'event', 'doc: blood test booked', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('main', 'assistant', 'labelled answer');
+SELECT throws_ok($$SELECT ember.check_carrier_flow('main', 'plain')$$, 'EM024',
+                 'carrier_label_flow: "main" carries {health}, but the model of "plain" (claude-sonnet-4-5) is not tagged for {health}',
+                 'flow from a labelled main to a thread with an untagged model is refused, naming the missing category');
+SELECT is(ember.check_carrier_flow('main', 'tagged'), '{health}'::text[],
+          'flow from a labelled main to a thread whose model is tagged is allowed');
+SELECT throws_ok($$SELECT ember.check_carrier_flow('main', 'nomodel')$$, 'EM024', NULL,
+                 'a thread without a pinned model receives nothing labelled');
+SELECT is(ember.check_carrier_flow('doc', 'plain'), '{}'::text[],
+          'a thread that is not a carrier has no flow rule');
+SELECT throws_ok($$SELECT ember.check_carrier_flow('ghost', 'plain')$$, 'EM001', NULL, 'an unknown sender is a named error');
+SELECT throws_ok($$SELECT ember.check_carrier_flow('main', 'ghost')$$, 'EM001', NULL, 'an unknown receiver is a named error');
+
+SELECT throws_ok($$SELECT ember.append_message('plain', 'event', 'main says stop', 'main', NULL, NULL, NULL, NULL, 'main')$$,
+                 'EM024', NULL, 'the database refuses a row from a labelled main into an untagged thread');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE content = 'main says stop'), 0, 'and writes nothing');
+SELECT lives_ok($$SELECT ember.append_message('tagged', 'event', 'main says go on', 'main', NULL, NULL, NULL, NULL, 'main')$$,
+                'a row from a labelled main into a tagged thread is accepted');
+
+SELECT ember.report_read_generations(ember.latest_generation('memory-steward'), ARRAY[ember.latest_generation('doc')]);
+SELECT throws_ok($$SELECT ember.check_carrier_flow('memory-steward', 'plain')$$, 'EM024', NULL,
+                 'the steward is a carrier too: its labels do not flow to an untagged thread');
+
+-- Copy (fork, clone, quote).
+SELECT throws_ok(format($$SELECT ember.copy_messages('main', ARRAY[%s], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'labelled answer')),
+                 'EM025', NULL, 'a labelled row of main is never copied, even to a tagged thread');
+SELECT throws_ok(format($$SELECT ember.copy_messages('main', ARRAY[%s, %s], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'plain question'),
+                        (SELECT id FROM ember.messages WHERE content = 'doc: blood test booked')),
+                 'EM025', NULL, 'one labelled row refuses the whole copy');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE content = 'plain question'), 1,
+          'and nothing of it is copied');
+SELECT is(cardinality(ember.copy_messages('main', ARRAY[(SELECT id FROM ember.messages WHERE content = 'plain question')], 'plain')),
+          1, 'an unlabelled row of main may be copied');
+SELECT ember.append_message('memory-steward', 'assistant', 'steward note');
+SELECT throws_ok(format($$SELECT ember.copy_messages('memory-steward', ARRAY[%s], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'steward note')),
+                 'EM027', NULL, 'the steward''s record is never copied');
+SELECT throws_ok(format($$SELECT ember.copy_messages('plain', ARRAY[%s], 'memory-steward')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'plain question' AND thread_id = 'plain')),
+                 'EM027', NULL, 'nor copied into');
+
+SELECT ember.append_message('nomodel', 'user', 'first');
+SELECT ember.append_message('nomodel', 'assistant', 'second', NULL, '[{"type":"text","text":"second"}]');
+SELECT ember.append_message('nomodel', 'tool_result', 'third', NULL, NULL, 'call_9', 'lookup', 'ok');
+CREATE TEMP TABLE copied AS
+SELECT ember.copy_messages('nomodel', ARRAY(SELECT id FROM ember.messages WHERE thread_id = 'nomodel' ORDER BY id DESC),
+                           'plain') AS ids;
+SELECT is(
+    (SELECT array_agg(m.role || ':' || m.author || ':' || m.content || ':' || coalesce(m.blocks::text, '-')
+                      || ':' || coalesce(m.tool_status, '-') ORDER BY m.seq)
+     FROM ember.messages AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM copied))),
+    ARRAY['user:human:first:-:-', 'assistant:agent:second:[{"type":"text","text":"second"}]:-',
+          'tool_result:system:third:-:ok'],
+    'ordinary rows are copied whole, in conversation order, whatever order the ids come in');
+SELECT is((SELECT array_agg(m.id ORDER BY m.seq) FROM ember.messages AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM copied))),
+          (SELECT ids FROM copied), 'the new ids are returned in that order');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 'plain' AND content IN ('first', 'second', 'third')),
+          3, 'into the target thread');
+SELECT ok((SELECT bool_and(c.id > o.id) FROM ember.messages AS o JOIN ember.messages AS c
+           ON c.content = o.content AND c.thread_id = 'plain' WHERE o.thread_id = 'nomodel'),
+          'as new rows with new ids');
+
+-- Missing ids: a named error and nothing partially copied.
+SELECT throws_ok(format($$SELECT ember.copy_messages('nomodel', ARRAY[%s, 999999], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'first' AND thread_id = 'nomodel')),
+                 'EM026', 'copy from "nomodel": no such messages in that thread: {999999}',
+                 'a copy of a missing id is a named error');
+SELECT throws_ok(format($$SELECT ember.copy_messages('nomodel', ARRAY[%s], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'plain question' AND thread_id = 'main')),
+                 'EM026', NULL, 'a row of another thread is not a row of the source');
+SELECT throws_ok($$SELECT ember.copy_messages('nomodel', ARRAY[NULL::bigint], 'tagged')$$, 'EM026', NULL,
+                 'a null id is refused');
+SELECT throws_ok($$SELECT ember.copy_messages('nomodel', NULL, 'tagged')$$, 'EM012', NULL,
+                 'a null id list is refused');
+SELECT throws_ok($$SELECT ember.copy_messages('ghost', '{}', 'tagged')$$, 'EM001', NULL, 'an unknown source thread');
+SELECT throws_ok($$SELECT ember.copy_messages('nomodel', '{}', 'ghost')$$, 'EM001', NULL, 'an unknown target thread');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 'tagged'), 1,
+          'refused copies wrote nothing');
+
+-- All or nothing when a later row is refused by the append itself.
+SELECT ember.append_message('tagged', 'user', 'ordinary in tagged');
+SELECT throws_ok($$SELECT ember.copy_messages('tagged', ARRAY(SELECT id FROM ember.messages WHERE thread_id = 'tagged'), 'plain')$$,
+                 'EM024', NULL, 'a row that came from a labelled main cannot be copied on to an untagged thread');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 'plain' AND content = 'ordinary in tagged'), 0,
+          'and the rows before it are not copied either');
+
+-- Labels travel with copies of ordinary rows.
+SELECT ember.append_message('doc', 'user', 'my knee hurts');
+SELECT throws_ok(format($$SELECT ember.copy_messages('doc', ARRAY[%s], 'tagged')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'my knee hurts')),
+                 'EM024', NULL, 'rows of a category thread are not copied into a thread whose rows would drop the label');
+CREATE TEMP TABLE to_clinic AS
+SELECT ember.copy_messages('doc', ARRAY[(SELECT id FROM ember.messages WHERE content = 'my knee hurts')], 'clinic') AS ids;
+SELECT is((SELECT categories FROM ember.messages WHERE id = (SELECT ids[1] FROM to_clinic)),
+          '{health}'::text[], 'they may be copied into a thread of the same category');
+SELECT ember.start_generation('main');
+CREATE TEMP TABLE to_main AS
+SELECT ember.copy_messages('doc', ARRAY[(SELECT id FROM ember.messages WHERE content = 'my knee hurts' AND thread_id = 'doc')],
+                           'main') AS ids;
+SELECT is((SELECT categories FROM ember.messages WHERE id = (SELECT ids[1] FROM to_main)),
+          '{health}'::text[], 'copied into a carrier, they label the carrier''s row');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{health}'::text[],
+          'and the carrier''s generation records the copy as a source');
+
+-- Isolated rows stay in isolated threads.
+SELECT ember.append_message('vault', 'user', 'secret');
+SELECT throws_ok(format($$SELECT ember.copy_messages('vault', ARRAY[%s], 'plain')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'secret')),
+                 'EM028', NULL, 'rows of an isolated thread are not copied into an open one');
+SELECT is(cardinality(ember.copy_messages('vault', ARRAY[(SELECT id FROM ember.messages WHERE content = 'secret')], 'vault2')),
+          1, 'an isolated thread may be forked into another isolated thread');
+
+-- A fresh generation of main carries nothing, so it may send again.
+SELECT ember.start_generation('main');
+SELECT is(ember.check_carrier_flow('main', 'plain'), '{}'::text[],
+          'a new generation of main may send to an untagged thread again');
+
+SELECT * FROM finish();
+ROLLBACK;
