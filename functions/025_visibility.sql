@@ -1,0 +1,300 @@
+-- Who may read which thread (seed 001 sections 5 and 6, design.md invariants 1 and 9).
+--
+-- A viewer is named by text:
+--   'human'            the person. Sees every thread, isolated ones included (labels and seals
+--                      keep content from models, not from its owner). No thread may take this id.
+--   a thread id        an automated viewer: the agent of that thread, whose pinned model
+--                      (ember.threads.model) is what would read. 'memory-steward' is the steward.
+--   anything else      EM029, and so is NULL: defaulting an unstated viewer to the person
+--                      would turn a forgotten argument into a leak.
+--
+-- For an automated viewer, a thread other than its own is hidden when it is isolated; when it
+-- is a label carrier (main), except to the steward; and whenever its current labels are not all
+-- covered by the viewer model's tags: so the steward reads main only while main's current
+-- generation labels are covered, and main otherwise waits like any category thread instead of
+-- going to a downgraded model. The steward's own thread is hidden from every viewer and is left
+-- out of every listing: it is the steward's record, and reading it back would have the steward
+-- digest its own digest.
+
+CREATE OR REPLACE FUNCTION ember.threads_reserved_ids()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF new.id = 'human' THEN
+        RAISE EXCEPTION 'thread id "human" is reserved: it names the person as a viewer'
+            USING ERRCODE = 'EM012';
+    END IF;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_reserved_ids
+BEFORE INSERT OR UPDATE OF id ON ember.threads
+FOR EACH ROW EXECUTE FUNCTION ember.threads_reserved_ids();
+
+-- The tags of a viewer's model; empty when the viewer has no pinned model (or is unknown).
+CREATE OR REPLACE FUNCTION ember.viewer_tags(p_viewer text)
+RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT m.tags FROM ember.threads AS t JOIN ember.models AS m ON m.id = t.model
+         WHERE t.id = p_viewer),
+        '{}'
+    )
+$$;
+
+-- Why p_thread is hidden from p_viewer, or NULL when it is visible. No validation: an unknown
+-- or NULL viewer is treated as an automated viewer with no model, which sees the least. The
+-- backlog view uses this directly so that it works before the steward thread exists.
+CREATE OR REPLACE FUNCTION ember.hidden_reason_unchecked(p_viewer text, p_thread text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_labels text[];
+    v_missing text[];
+BEGIN
+    IF ember.is_steward_thread(p_thread) THEN
+        RETURN format('"%s" is the memory steward''s record: highest classification, not an empty '
+            'conversation; use search_memory for memories', p_thread);
+    END IF;
+    IF p_viewer = 'human' OR p_viewer = p_thread THEN
+        RETURN NULL;
+    END IF;
+    IF ember.is_isolated(p_thread) THEN
+        RETURN format('"%s" is isolated: nothing automated reads it', p_thread);
+    END IF;
+    IF ember.is_label_carrier(p_thread) AND NOT ember.is_steward_thread(p_viewer) THEN
+        RETURN format('"%s" is a label carrier''s record: hidden from every automated viewer but '
+            'the memory steward', p_thread);
+    END IF;
+    v_labels := ember.thread_call_labels(p_thread);
+    v_missing := ARRAY(
+        SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(ember.viewer_tags(p_viewer))
+    );
+    IF cardinality(v_missing) > 0 AND p_viewer IS NULL THEN
+        RETURN format('"%s" carries %s, and there is no viewer whose model is tagged for %s',
+            p_thread, v_labels, v_missing);
+    ELSIF cardinality(v_missing) > 0 THEN
+        RETURN format('"%s" carries %s; the model of viewer "%s" is not tagged for %s',
+            p_thread, v_labels, p_viewer, v_missing);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+-- Refuses an unknown viewer (EM029); see the top of this file for what a viewer is.
+CREATE OR REPLACE FUNCTION ember.check_viewer(p_viewer text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF p_viewer IS NULL
+       OR (p_viewer <> 'human' AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_viewer)) THEN
+        RAISE EXCEPTION 'unknown viewer %', coalesce('"' || p_viewer || '"', 'NULL')
+            USING ERRCODE = 'EM029',
+                  HINT = 'a viewer is ''human'' (the person) or the id of the thread whose agent reads';
+    END IF;
+END;
+$$;
+
+-- The viewer function: why p_thread is hidden from p_viewer, NULL when visible.
+CREATE OR REPLACE FUNCTION ember.thread_hidden_reason(p_viewer text, p_thread text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM ember.check_viewer(p_viewer);
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_thread) THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    RETURN ember.hidden_reason_unchecked(p_viewer, p_thread);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.thread_visible(p_viewer text, p_thread text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$ SELECT ember.thread_hidden_reason(p_viewer, p_thread) IS NULL $$;
+
+-- The "all threads" listing (sidebar, pickers, references): the threads the viewer may see.
+-- The steward's thread is never listed, not even for the person.
+CREATE OR REPLACE FUNCTION ember.list_threads(p_viewer text)
+RETURNS TABLE (
+    id text, kind text, title text, category text, seal_tier text, status text,
+    model text, labels text[], created_at timestamptz
+)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM ember.check_viewer(p_viewer);
+    RETURN QUERY
+    SELECT t.id, t.kind, t.title, t.category, t.seal_tier, t.status, t.model,
+        ember.thread_call_labels(t.id), t.created_at
+    FROM ember.threads AS t
+    WHERE NOT ember.is_steward_thread(t.id)
+      AND ember.hidden_reason_unchecked(p_viewer, t.id) IS NULL
+    ORDER BY t.created_at, t.id;
+END;
+$$;
+
+-- Recent rows of a thread, oldest first, for a viewer. Refusals: EM027 for the steward's
+-- record (for every viewer, with the honest reason), EM028 for a thread hidden from the
+-- viewer, and EM028 too when a returned row carries labels the viewer's model is not tagged
+-- for (a carrier's older generations may be wider than its current one, since a new
+-- generation starts empty). When the viewer is itself a label carrier, the generations it
+-- read are recorded as sources of its current generation, so its next rows carry their labels.
+CREATE OR REPLACE FUNCTION ember.read_thread(p_viewer text, p_thread text, p_limit int DEFAULT 50)
+RETURNS TABLE (
+    id bigint, seq bigint, generation_id uuid, role text, author text, content text,
+    blocks json, tool_call_id text, tool_name text, tool_status text, from_thread text,
+    categories text[], created_at timestamptz
+)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_reason text;
+    v_ids bigint[];
+    v_over bigint[];
+BEGIN
+    v_reason := ember.thread_hidden_reason(p_viewer, p_thread);
+    IF ember.is_steward_thread(p_thread) THEN
+        RAISE EXCEPTION 'read_thread: %', v_reason USING ERRCODE = 'EM027';
+    END IF;
+    IF v_reason IS NOT NULL THEN
+        RAISE EXCEPTION 'read_thread: viewer "%" may not read: %', p_viewer, v_reason
+            USING ERRCODE = 'EM028';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 THEN
+        RAISE EXCEPTION 'read_thread: the limit must be positive, got %', coalesce(p_limit::text, 'NULL')
+            USING ERRCODE = 'EM012';
+    END IF;
+
+    v_ids := ARRAY(
+        SELECT m.id FROM ember.messages AS m WHERE m.thread_id = p_thread
+        ORDER BY m.seq DESC LIMIT p_limit
+    );
+    IF p_viewer <> 'human' AND p_viewer <> p_thread THEN
+        v_over := ARRAY(
+            SELECT m.id FROM ember.messages AS m
+            WHERE m.id = ANY(v_ids) AND NOT m.categories <@ ember.viewer_tags(p_viewer)
+            ORDER BY m.id
+        );
+        IF cardinality(v_over) > 0 THEN
+            RAISE EXCEPTION 'read_thread: viewer "%" may not read messages % of "%": the model''s tags do not cover their labels',
+                p_viewer, v_over, p_thread
+                USING ERRCODE = 'EM028';
+        END IF;
+        IF ember.is_label_carrier(p_viewer) THEN
+            PERFORM ember.report_read_generations(
+                ember.current_generation(p_viewer),
+                ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids))
+            );
+        END IF;
+    END IF;
+
+    RETURN QUERY
+    SELECT m.id, m.seq, m.generation_id, m.role, m.author, m.content, m.blocks, m.tool_call_id,
+        m.tool_name, m.tool_status, m.from_thread, m.categories, m.created_at
+    FROM ember.messages AS m WHERE m.id = ANY(v_ids)
+    ORDER BY m.seq;
+END;
+$$;
+
+-- Undigested rows the steward may read now. Left out: the steward's own thread, isolated
+-- threads, threads hidden from the steward, rows whose labels its model is not tagged for (they
+-- wait: see backlog_waiting), and main's rows from before the steward thread was created.
+-- Main's rows from before then were the old in-main steward's own tool traffic, not
+-- conversation: they are never fed back. With no steward thread yet, no row of main is in the
+-- backlog (there is no creation time to start from, and reading main from its beginning would
+-- re-read that traffic); other threads' rows are listed as a steward without a model would
+-- see them, i.e. only unlabelled ones. Create the steward thread (ensure_steward_thread) when
+-- the system starts, before main takes any conversation that should be remembered.
+CREATE OR REPLACE VIEW ember.backlog AS
+WITH steward AS (
+    SELECT
+        t.id,
+        t.created_at,
+        ember.viewer_tags(t.id) AS tags
+    FROM ember.threads AS t
+    WHERE ember.is_steward_thread(t.id)
+),
+
+readable AS (
+    SELECT
+        t.id,
+        ember.is_label_carrier(t.id) AS carrier
+    FROM ember.threads AS t
+    LEFT JOIN steward AS s ON TRUE
+    WHERE
+        NOT ember.is_steward_thread(t.id)
+        AND NOT ember.is_isolated(t.id)
+        AND ember.hidden_reason_unchecked(s.id, t.id) IS NULL
+)
+
+SELECT
+    m.id,
+    m.seq,
+    m.thread_id,
+    m.generation_id,
+    m.role,
+    m.author,
+    m.content,
+    m.blocks,
+    m.tool_call_id,
+    m.tool_name,
+    m.tool_status,
+    m.from_thread,
+    m.categories,
+    m.created_at
+FROM ember.messages AS m
+INNER JOIN readable AS r ON m.thread_id = r.id
+LEFT JOIN steward AS s ON TRUE
+WHERE
+    m.episode_id IS NULL
+    AND m.categories <@ coalesce(s.tags, '{}')
+    AND (NOT r.carrier OR m.created_at > s.created_at);
+
+-- Undigested work that waits for a tagged model, and why: the "says why" of invariant 9. One
+-- row per thread whose undigested rows are kept out of the backlog only by labels (never an
+-- isolated thread, the steward's own, or main's rows from before the steward existed).
+CREATE OR REPLACE VIEW ember.backlog_waiting AS
+WITH steward AS (
+    SELECT
+        t.id,
+        t.created_at,
+        coalesce(t.model, 'none pinned') AS model
+    FROM ember.threads AS t
+    WHERE ember.is_steward_thread(t.id)
+),
+
+pending AS (
+    SELECT
+        m.thread_id,
+        m.id,
+        m.categories
+    FROM ember.messages AS m
+    LEFT JOIN steward AS s ON TRUE
+    LEFT JOIN ember.backlog AS b ON m.id = b.id
+    WHERE
+        m.episode_id IS NULL
+        AND b.id IS NULL
+        AND NOT ember.is_steward_thread(m.thread_id)
+        AND NOT ember.is_isolated(m.thread_id)
+        AND (NOT ember.is_label_carrier(m.thread_id) OR m.created_at > s.created_at)
+)
+
+SELECT
+    p.thread_id,
+    count(DISTINCT p.id)::integer AS waiting_rows,
+    ember.label_set(array_agg(c.label) || ember.thread_call_labels(p.thread_id)) AS labels,
+    coalesce(
+        ember.hidden_reason_unchecked(s.id, p.thread_id),
+        format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(s.model, 'none'))
+    ) AS reason
+FROM pending AS p
+LEFT JOIN LATERAL unnest(p.categories) AS c (label) ON TRUE
+LEFT JOIN steward AS s ON TRUE
+GROUP BY p.thread_id, s.id, s.model;

@@ -1,0 +1,83 @@
+BEGIN;
+SELECT plan(20);
+
+SELECT ember.define_category('health');
+SELECT ember.define_category('finance');
+SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
+
+-- Before the steward thread exists: main was the old steward's record.
+SELECT ember.append_message('main', 'tool_result', 'old steward tool call', NULL, NULL, 'c1', 'steward_write',
+                            'ok', NULL, '2026-12-01 09:01Z');
+SELECT ember.append_message('plain', 'user', 'plain before', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:02Z');
+SELECT ember.append_message('doc', 'user', 'knee hurts', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:03Z');
+SELECT ember.append_message('vault', 'user', 'diary', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:04Z');
+
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 0,
+          'with no steward thread yet, no row of main is in the backlog');
+SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'plain'), '{"plain before"}'::text[],
+          'with no steward thread yet, unlabelled threads are in the backlog');
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'doc'), 0,
+          'with no steward model, labelled rows are not');
+SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'doc'), 1,
+          'they wait, and backlog_waiting says so');
+
+SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
+SELECT ember.append_message('main', 'user', 'remember I hate calls', NULL, NULL, NULL, NULL, NULL, NULL,
+                            '2026-12-01 09:20Z');
+SELECT ember.append_message('memory-steward', 'assistant', 'wrote a fact', NULL, NULL, NULL, NULL, NULL, NULL,
+                            '2026-12-01 09:21Z');
+
+SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'main'), '{"remember I hate calls"}'::text[],
+          'main''s rows from after the steward thread was created are in the backlog');
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE content = 'old steward tool call'), 0,
+          'main''s rows from before the steward existed never are');
+SELECT is((SELECT count(*)::int FROM ember.backlog_waiting WHERE thread_id = 'main'), 0,
+          'and they do not wait either');
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'memory-steward'), 0,
+          'the steward''s own rows are never in its backlog');
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'vault'), 0,
+          'an isolated thread''s rows are never in the backlog');
+SELECT is((SELECT count(*)::int FROM ember.backlog_waiting WHERE thread_id IN ('vault', 'memory-steward')), 0,
+          'nor waiting for it');
+
+-- Digested rows leave the backlog.
+UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE content = 'plain before';
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'plain'), 0, 'digested rows are not in the backlog');
+
+-- Category threads wait for a tagged steward model.
+SELECT is((SELECT reason FROM ember.backlog_waiting WHERE thread_id = 'doc'),
+          '"doc" carries {health}; the model of viewer "memory-steward" is not tagged for {health}',
+          'a category thread waits for the steward''s model to be tagged, and says why');
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
+SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'doc'), '{"knee hurts"}'::text[],
+          'once the steward''s model is tagged, the category thread''s rows are in the backlog');
+SELECT is((SELECT count(*)::int FROM ember.backlog_waiting WHERE thread_id = 'doc'), 0, 'and no longer wait');
+
+-- Main waits like a category thread while its labels exceed the steward's tags.
+SELECT ember.append_message('main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank', '2026-12-01 09:30Z');
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 0,
+          'a main labelled beyond the steward''s tags leaves the backlog');
+SELECT is((SELECT waiting_rows || ' ' || labels::text FROM ember.backlog_waiting WHERE thread_id = 'main'),
+          '2 {finance}', 'and waits, with the labels it needs');
+UPDATE ember.models SET tags = '{finance,health}' WHERE id = 'claude-haiku-4-5';
+SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 2,
+          'a steward model tagged for main''s labels reads main again');
+
+-- Rows are checked too: an earlier generation may be wider than main's current one.
+SELECT ember.start_generation('main', '2026-12-01 10:00Z');
+SELECT ember.append_message('main', 'user', 'new day', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 10:01Z');
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
+SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.backlog WHERE thread_id = 'main'),
+          '{"remember I hate calls","new day"}'::text[],
+          'a clean generation of main is read, and so are earlier rows stamped before the label arrived');
+SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'main'), 1,
+          'while the labelled row of the earlier generation waits');
+SELECT ok((SELECT bool_and(NOT ember.is_steward_thread(thread_id) AND NOT ember.is_isolated(thread_id))
+           FROM ember.backlog), 'no backlog row belongs to the steward or an isolated thread');
+
+SELECT * FROM finish();
+ROLLBACK;
