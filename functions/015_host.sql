@@ -134,6 +134,9 @@ BEGIN
     SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
     FROM ember.generations WHERE thread_id = p_thread
     RETURNING id INTO g;
+    -- The offer and its NOTIFY become visible only when this transaction commits, so shadow never
+    -- reads a generation whose end could still roll back.
+    PERFORM ember.shadow_memory_changed(p_thread, 'generation-ended', p_now);
     RETURN g;
 END;
 $$;
@@ -234,5 +237,6 @@ BEGIN
         RETURN;
     END IF;
     UPDATE ember.threads SET status = p_status, status_changed_at = p_now WHERE id = p_thread;
+    PERFORM ember.shadow_memory_changed(p_thread, 'thread-' || p_status, p_now);
 END;
 $$;
