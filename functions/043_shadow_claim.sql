@@ -1,0 +1,132 @@
+-- claim_shadow_run(): a worker takes one ready thread and gets everything it needs for the model
+-- call in one jsonb plan. The run row holds an expiring lease instead of a transaction held open
+-- across the model call; submit_shadow_run() is the only way back in.
+--
+-- Concurrency. The pick locks the thread's row FOR UPDATE SKIP LOCKED: two claimers skip each
+-- other's thread instead of queueing on it, and append_message (which takes the same row lock)
+-- cannot add a row to the thread while the claim reads it. A thread with an append still open is
+-- skipped too, and is claimed once that append has committed; so the rows a plan reads are exactly
+-- the thread's committed rows up to through_seq, and no row can later commit with a seq at or below
+-- through_seq (invariant 8): within a thread seq is drawn under that lock, in commit order.
+-- through_seq is the highest seq among the rows the plan actually rendered, never the global
+-- sequence's position, which may be ahead of rows other transactions have not committed yet.
+--
+-- The pick's snapshot predates its lock: a competing claim may have committed a run for the same
+-- thread in between. So the thread is checked again under the lock, in a new statement (a fresh
+-- snapshot under READ COMMITTED), before a run is written; the unique index on running runs is
+-- the last guard. Doing it in one INSERT ... SELECT would trust the stale snapshot.
+
+CREATE OR REPLACE FUNCTION ember.claim_shadow_run(
+    p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_thread text;
+    v_tried text[] := '{}';
+    r record;
+    v_found boolean := false;
+    v_path text;
+    v_model text;
+    v_ids bigint[];
+    v_through bigint;
+    pf ember.shadow_prefixes;
+    v_run ember.shadow_runs;
+    v_plan jsonb;
+BEGIN
+    IF p_worker IS NULL OR btrim(p_worker) = '' THEN
+        RAISE EXCEPTION 'a claim needs a worker name' USING ERRCODE = 'EM033';
+    END IF;
+    IF p_lease IS NULL OR p_lease <= interval '0' THEN
+        RAISE EXCEPTION 'a claim needs a positive lease, got %', coalesce(p_lease::text, 'none')
+            USING ERRCODE = 'EM033';
+    END IF;
+
+    LOOP
+        SELECT t.id INTO v_thread
+        FROM ember.shadow_ready(p_now) AS rd
+        INNER JOIN ember.threads AS t ON t.id = rd.thread_id
+        WHERE rd.model IS NOT NULL AND t.id <> ALL (v_tried)
+        -- Hot work first: its cache is about to expire, and a cold run can wait a minute.
+        ORDER BY (rd.path = 'hot') DESC, rd.signalled_at, rd.thread_id
+        LIMIT 1
+        FOR UPDATE OF t SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        SELECT * INTO r FROM ember.shadow_ready(p_now, v_thread) AS rd WHERE rd.model IS NOT NULL;
+        v_found := FOUND;
+        EXIT WHEN v_found;
+        v_tried := v_tried || v_thread;
+    END LOOP;
+
+    v_path := r.path;
+    v_model := r.model;
+    IF v_path = 'hot' THEN
+        -- tick() drops expired prefixes without the thread lock; if it just did, go cold.
+        SELECT * INTO pf FROM ember.shadow_prefixes AS p WHERE p.thread_id = v_thread FOR SHARE;
+        IF NOT FOUND THEN
+            v_path := 'cold';
+            v_model := (ember.shadow_light_model(r.generation_id)).model;
+            IF v_model IS NULL THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+    END IF;
+
+    SELECT array_agg(m.id ORDER BY m.seq), max(m.seq) INTO v_ids, v_through
+    FROM ember.messages AS m
+    WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq;
+    IF v_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    INSERT INTO ember.shadow_runs (
+        thread_id, generation_id, path, model, reason, from_seq, through_seq,
+        price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h,
+        price_cache_read, started_at, worker, lease_token, lease_expires_at
+    )
+    SELECT
+        v_thread, r.generation_id, v_path, md.id, array_to_string(r.reasons, ','), r.from_seq, v_through,
+        md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
+        md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease
+    FROM ember.models AS md
+    WHERE md.id = v_model
+    RETURNING * INTO v_run;
+
+    -- The run answers every offer standing for the thread: it reads all of its unread rows.
+    DELETE FROM ember.shadow_signals WHERE thread_id = v_thread;
+
+    v_plan := jsonb_build_object(
+        'run_id', v_run.id,
+        'lease_token', v_run.lease_token,
+        'lease_expires_at', v_run.lease_expires_at,
+        'thread_id', v_thread,
+        'generation_id', r.generation_id,
+        'path', v_path,
+        'model', v_model,
+        'reasons', to_jsonb(r.reasons),
+        'from_seq', r.from_seq,
+        'through_seq', v_through,
+        'row_count', cardinality(v_ids)
+    );
+    IF v_path = 'hot' THEN
+        -- The stored bytes as JSON strings: a jsonb string keeps every character, so the worker
+        -- gets back exactly the text the host recorded (key order and whitespace included).
+        -- The rows go along for the shadow question, which must give the model real ids to cite.
+        v_plan := v_plan || jsonb_build_object(
+            'request', pf.request,
+            'response', pf.response,
+            'request_started_at', pf.request_started_at,
+            'rows', (
+                SELECT jsonb_agg(ember.render_row(m) ORDER BY m.seq)
+                FROM ember.messages AS m WHERE m.id = ANY (v_ids)
+            )
+        );
+    ELSE
+        v_plan := v_plan || jsonb_build_object('pages', ember.render_pages(v_ids));
+    END IF;
+    RETURN v_plan;
+END;
+$$;
