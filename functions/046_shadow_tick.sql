@@ -1,0 +1,118 @@
+-- tick(): the minute housekeeping of the shadow pipeline (seed 000 sections 3 and 4). The worker
+-- calls it about once a minute (setting tick_interval); it returns what it did, and NOTIFY
+-- ember_wake goes out (at commit) when it made work ready.
+
+-- Threads tick should offer as idle-or-ended now. Each condition of the seed counts (idle for
+-- idle_before_digest, generation changed since tick last looked, a generation ended, thread no
+-- longer active), but only for a thread that has rows shadow has not read and no offer already
+-- standing or deferred, and no running run. That is what stops tick from offering the same thread
+-- every minute forever: an offer stands until a claim answers it, and a completed run leaves no
+-- unread rows. A thread whose runs keep failing is offered again, and failure backoff bounds that.
+CREATE OR REPLACE FUNCTION ember.shadow_tick_candidates(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS TABLE (thread_id text, condition text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        t.id,
+        CASE
+            WHEN t.status <> 'active' THEN 'thread-' || t.status
+            WHEN EXISTS (
+                SELECT 1 FROM ember.generations AS g
+                WHERE g.thread_id = t.id AND g.ended_at IS NOT NULL
+                    AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
+                    > ember.shadow_read_position(t.id, g.id)
+            ) THEN 'generation-ended'
+            WHEN st.seen_generation_id IS DISTINCT FROM cur.id AND st.seen_generation_id IS NOT NULL
+                THEN 'generation-changed'
+            WHEN greatest(
+                st.last_activity_at,
+                (SELECT max(m.created_at) FROM ember.messages AS m WHERE m.thread_id = t.id),
+                t.created_at
+            ) + ember.setting_interval('idle_before_digest') <= p_now THEN 'idle'
+        END AS condition
+    FROM ember.threads AS t
+    LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
+    LEFT JOIN ember.generations AS cur ON cur.thread_id = t.id AND cur.ended_at IS NULL
+    WHERE EXISTS (SELECT 1 FROM ember.shadow_activation)
+        AND NOT ember.shadow_excluded(t.id)
+        AND NOT EXISTS (SELECT 1 FROM ember.shadow_signals AS s WHERE s.thread_id = t.id)
+        AND NOT EXISTS (
+            SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = t.id AND r.status = 'running'
+        )
+        AND EXISTS (
+            SELECT 1 FROM ember.generations AS g
+            WHERE g.thread_id = t.id
+                AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
+                > ember.shadow_read_position(t.id, g.id)
+        )
+$$;
+
+CREATE OR REPLACE FUNCTION ember.tick(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_dropped text[];
+    v_abandoned bigint[] := '{}';
+    v_signalled jsonb := '{}';
+    v_ready integer;
+    rec record;
+BEGIN
+    -- Two ticks at once would each offer the same threads; the second waits and finds the offers.
+    PERFORM pg_advisory_xact_lock(hashtext('ember.tick'));
+
+    -- A prefix older than its model's cache TTL, counted from the original request's start, would
+    -- be replayed at full input price while pretending to be hot. A prefix whose model is not in
+    -- the registry can never be hot either.
+    WITH dropped AS (
+        DELETE FROM ember.shadow_prefixes AS p
+        WHERE NOT EXISTS (
+            SELECT 1 FROM ember.models AS md
+            WHERE md.id = p.model AND p_now < p.request_started_at + md.cache_ttl
+        )
+        RETURNING p.thread_id
+    )
+    SELECT coalesce(array_agg(d.thread_id ORDER BY d.thread_id), '{}') INTO v_dropped FROM dropped AS d;
+
+    -- A run whose lease ran out lost its worker; it can no longer be submitted (submit_shadow_run
+    -- refuses it), and its thread is offered again. The claim consumed the thread's offers, so
+    -- without a new one the thread would wait for the next reason to come along.
+    FOR rec IN
+        UPDATE ember.shadow_runs
+        SET status = 'abandoned', finished_at = greatest(p_now, started_at), error = 'lease expired'
+        WHERE status = 'running' AND lease_expires_at <= p_now
+        RETURNING id, thread_id
+    LOOP
+        v_abandoned := v_abandoned || rec.id;
+        PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+    END LOOP;
+
+    FOR rec IN SELECT c.thread_id, c.condition FROM ember.shadow_tick_candidates(p_now) AS c
+        WHERE c.condition IS NOT NULL ORDER BY c.thread_id
+    LOOP
+        PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+        v_signalled := v_signalled || jsonb_build_object(rec.thread_id, rec.condition);
+    END LOOP;
+
+    -- Remember each thread's current generation, so the next tick can tell that it changed.
+    INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at, seen_generation_id)
+    SELECT t.id, t.created_at, g.id
+    FROM ember.threads AS t
+    INNER JOIN ember.generations AS g ON g.thread_id = t.id AND g.ended_at IS NULL
+    WHERE NOT ember.shadow_excluded(t.id)
+    ON CONFLICT (thread_id) DO UPDATE SET seen_generation_id = excluded.seen_generation_id
+    WHERE s.seen_generation_id IS DISTINCT FROM excluded.seen_generation_id;
+
+    SELECT count(*) INTO v_ready FROM ember.shadow_ready(p_now) AS r WHERE r.model IS NOT NULL;
+    IF v_ready > 0 THEN
+        PERFORM pg_notify('ember_wake', '');
+    END IF;
+
+    RETURN jsonb_build_object(
+        'prefixes_dropped', to_jsonb(v_dropped),
+        'runs_abandoned', to_jsonb(v_abandoned),
+        'signalled', v_signalled,
+        'ready', v_ready
+    );
+END;
+$$;
