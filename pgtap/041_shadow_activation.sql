@@ -81,8 +81,10 @@ SELECT is(ember.shadow_read_position('late', pg_temp.gen('late', 1)), 0::bigint,
 SELECT ember.start_generation('b');
 SELECT ember.append_message('b', 'user', 'b third');
 UPDATE ember.messages SET episode_id = '00000000-0000-0000-0000-000000000003' WHERE content = 'b third';
+SELECT ember.shadow_activate('2026-03-01 09:00+00');
 SELECT is(ember.shadow_read_position('b', pg_temp.gen('b', 2)), 0::bigint,
-          'a generation started later reads from its own start, not from the steward''s position');
+          'a generation started later reads from its own start, not from the steward''s position, '
+          || 'even after activating again');
 
 -- Only shadow's own completed runs move the read position.
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, from_seq, through_seq,

@@ -65,6 +65,7 @@ SELECT ok((SELECT count(*) = 0 FROM ember.shadow_signals WHERE thread_id IN ('ma
 
 -- Abandoned leases
 SELECT ember.claim_shadow_run('w', '5 minutes', pg_temp.at(35)) ->> 'run_id' AS run_fresh \gset
+SELECT pg_temp.say('fresh', 38);  -- not idle when the lease lapses: only the abandonment offers it again
 SELECT is(ember.tick(pg_temp.at(39)) -> 'runs_abandoned', '[]'::jsonb, 'a run within its lease is left alone');
 SELECT is(ember.tick(pg_temp.at(40)) -> 'runs_abandoned', jsonb_build_array(:run_fresh),
           'a run whose lease expired is abandoned');

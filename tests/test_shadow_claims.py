@@ -134,23 +134,28 @@ def test_two_claimers_never_get_the_same_thread(db: str) -> None:
         for t in threads:
             _offer(conn, t)
     claimed: list[str] = []
+    errors: list[BaseException] = []
     lock = threading.Lock()
 
     def worker(name: str) -> None:
-        with _connect(db) as conn:
-            while True:
-                plan = _claim(conn, name)
-                conn.commit()
-                if plan is None:
-                    return
-                with lock:
-                    claimed.append(plan["thread_id"])
+        try:
+            with _connect(db) as conn:
+                while True:
+                    plan = _claim(conn, name)
+                    conn.commit()
+                    if plan is None:
+                        return
+                    with lock:
+                        claimed.append(plan["thread_id"])
+        except BaseException as exc:  # e.g. a unique violation: two claims of one thread
+            errors.append(exc)
 
     workers = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
     for w in workers:
         w.start()
     for w in workers:
         w.join(60)
+    assert not errors, errors
     assert sorted(claimed) == sorted(threads), "every thread claimed exactly once"
     with _connect(db) as conn:
         row = conn.execute(
