@@ -77,6 +77,15 @@ BEGIN
     -- A run whose lease ran out lost its worker; it can no longer be submitted (submit_shadow_run
     -- refuses it), and its thread is offered again. The claim consumed the thread's offers, so
     -- without a new one the thread would wait for the next reason to come along.
+    -- Lock the runs' threads first, in id order: a human append (cancel) and submit_shadow_run
+    -- take the thread and then the run, and taking the run first here could deadlock with them.
+    PERFORM 1 FROM ember.threads AS t
+    WHERE t.id IN (
+        SELECT r.thread_id FROM ember.shadow_runs AS r
+        WHERE r.status = 'running' AND r.lease_expires_at <= p_now
+    )
+    ORDER BY t.id
+    FOR UPDATE OF t;
     FOR rec IN
         UPDATE ember.shadow_runs
         SET status = 'abandoned', finished_at = greatest(p_now, started_at), error = 'lease expired'
