@@ -1,0 +1,120 @@
+"""The request log: every request as received, what it cost and how it ended.
+
+Entries appear when a request arrives (so a test can wait for a hanging request)
+and are completed when it ends; completed entries are appended to the optional
+JSONL file, one object per line. API keys are never recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+# Headers worth keeping: they change what the request means, and carry no secret.
+KEPT_HEADERS = ("anthropic-version", "anthropic-beta", "content-type", "x-ember-sim-responder")
+
+
+@dataclass
+class LoggedRequest:
+    seq: int
+    method: str
+    path: str
+    received_at: float  # cache clock, epoch seconds
+    raw: bytes
+    headers: dict[str, str]
+    body: Any = None  # the parsed JSON, None when the body was not JSON
+    responder: str | None = None
+    status: int | None = None
+    usage: dict[str, Any] | None = None
+    cache: dict[str, Any] | None = None  # breakpoints, where the read came from, ...
+    cost_usd: float | None = None  # list-price estimate, not a bill
+    error: dict[str, Any] | None = None  # the Anthropic-shaped error body sent, if any
+    response: dict[str, Any] | None = None  # the message sent, streamed or not
+    disconnected: bool = False
+    finished: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", "replace")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "method": self.method,
+            "path": self.path,
+            "received_at": self.received_at,
+            "headers": self.headers,
+            "body_text": self.text,
+            "responder": self.responder,
+            "status": self.status,
+            "usage": self.usage,
+            "cache": self.cache,
+            "cost_usd": self.cost_usd,
+            "error": self.error,
+            "response": self.response,
+            "disconnected": self.disconnected,
+        }
+
+
+@dataclass
+class RequestLog:
+    path: Path | None = None
+    _entries: list[LoggedRequest] = field(default_factory=list)
+    _changed: threading.Condition = field(default_factory=threading.Condition)
+    _file: TextIO | None = None
+    _seq: int = 0
+
+    def start(
+        self, method: str, path: str, received_at: float, raw: bytes, headers: dict[str, str]
+    ) -> LoggedRequest:
+        kept = {k: v for k, v in headers.items() if k.lower() in KEPT_HEADERS}
+        with self._changed:
+            self._seq += 1
+            entry = LoggedRequest(self._seq, method, path, received_at, raw, kept)
+            self._entries.append(entry)
+            self._changed.notify_all()
+        return entry
+
+    def finish(self, entry: LoggedRequest) -> None:
+        with self._changed:
+            if entry.finished:
+                return
+            entry.finished = True
+            if self.path is not None:
+                if self._file is None:
+                    self._file = self.path.open("a", encoding="utf-8")
+                self._file.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
+                self._file.flush()
+            self._changed.notify_all()
+
+    def entries(self) -> list[LoggedRequest]:
+        with self._changed:
+            return list(self._entries)
+
+    def clear(self) -> None:
+        with self._changed:
+            self._entries.clear()
+
+    def wait_for(
+        self, predicate: Callable[[list[LoggedRequest]], bool], timeout: float = 5.0
+    ) -> list[LoggedRequest]:
+        """Block until ``predicate(entries)`` holds; TimeoutError after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not predicate(list(self._entries)):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the request log did not reach the expected state")
+                self._changed.wait(left)
+            return list(self._entries)
+
+    def close(self) -> None:
+        with self._changed:
+            if self._file is not None:
+                self._file.close()
+                self._file = None

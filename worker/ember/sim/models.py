@@ -1,0 +1,81 @@
+"""The simulator's model table, read from configuration (``models.json`` by default).
+
+Per-model numbers drift between model generations, so none of them live in code.
+The SQL model registry is seeded with the same values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+ThinkingRetention = Literal["last-turn", "all"]
+
+PRICE_KINDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+
+# A dated snapshot name ("claude-sonnet-4-5-20250929") resolves to its alias.
+_DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    tier: str
+    min_cacheable_tokens: int
+    thinking_retention: ThinkingRetention
+    prices_per_mtok: dict[str, float]
+
+    def list_price_usd(self, usage: dict[str, Any]) -> float:
+        """A list-price estimate of one request's cost (not a bill)."""
+        creation = usage.get("cache_creation") or {}
+        amounts = {
+            "input": usage.get("input_tokens", 0),
+            "output": usage.get("output_tokens", 0),
+            "cache_write_5m": creation.get("ephemeral_5m_input_tokens", 0),
+            "cache_write_1h": creation.get("ephemeral_1h_input_tokens", 0),
+            "cache_read": usage.get("cache_read_input_tokens", 0),
+        }
+        total = sum(amounts[k] * self.prices_per_mtok.get(k, 0.0) for k in PRICE_KINDS)
+        return round(total / 1_000_000, 8)
+
+
+@dataclass(frozen=True)
+class ModelTable:
+    price_as_of: str
+    models: dict[str, ModelInfo]
+
+    def lookup(self, name: str) -> ModelInfo | None:
+        if name in self.models:
+            return self.models[name]
+        dated = _DATED.match(name)
+        return self.models.get(dated["alias"]) if dated else None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelTable:
+        models: dict[str, ModelInfo] = {}
+        for row in data["models"]:
+            retention = row.get("thinking_retention", "all")
+            if retention not in ("last-turn", "all"):
+                raise ValueError(f"model {row['name']}: unknown thinking_retention {retention!r}")
+            prices = {k: float(v) for k, v in row.get("prices_per_mtok", {}).items()}
+            models[row["name"]] = ModelInfo(
+                name=row["name"],
+                tier=row.get("tier", "standard"),
+                min_cacheable_tokens=int(row["min_cacheable_tokens"]),
+                thinking_retention=retention,
+                prices_per_mtok=prices,
+            )
+        return cls(price_as_of=str(data.get("price_as_of", "")), models=models)
+
+
+def load_models(path: str | Path | None = None) -> ModelTable:
+    """The table at ``path``, or the packaged ``models.json``."""
+    if path is None:
+        text = resources.files("ember.sim").joinpath("models.json").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    return ModelTable.from_dict(json.loads(text))

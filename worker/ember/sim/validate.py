@@ -1,0 +1,280 @@
+"""Request validation: the refusals Anthropic answers with a 4xx before any work.
+
+Structural checks come first (types and required fields), then the rules the
+cache accounting depends on: at most 4 breakpoints, no marker on thinking or
+empty text, 1h markers before 5m markers, every ``tool_use`` answered first thing
+in the next user message, no forced tool with thinking, a known model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .errors import ApiError, invalid
+from .models import ModelInfo, ModelTable
+
+MAX_BREAKPOINTS = 4
+TTLS = ("5m", "1h")
+TOOL_CHOICES = ("auto", "any", "tool", "none")
+THINKING_TYPES = ("enabled", "disabled", "adaptive", "between_tools")
+
+
+def validate_request(body: Any, models: ModelTable, *, count_tokens: bool = False) -> ModelInfo:
+    """The model the request names, or an ApiError saying what is wrong."""
+    if not isinstance(body, dict):
+        raise invalid("request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("model: Field required")
+    if not count_tokens:
+        max_tokens = body.get("max_tokens")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+            raise invalid("max_tokens: Field required (an integer)")
+        if max_tokens < 1:
+            raise invalid("max_tokens: must be at least 1")
+        if "stream" in body and not isinstance(body["stream"], bool):
+            raise invalid("stream: must be a boolean")
+    _check_messages(body.get("messages"))
+    _check_system(body.get("system"))
+    _check_tools(body.get("tools"))
+    _check_tool_choice(body.get("tool_choice"))
+    _check_thinking(body.get("thinking"), None if count_tokens else body.get("max_tokens"))
+    _check_markers(body)
+    _check_tool_pairs(body["messages"])
+    _check_forced_tool_with_thinking(body)
+    info = models.lookup(model)
+    if info is None:
+        raise ApiError(404, f"model: {model}")
+    return info
+
+
+def thinking_enabled(body: dict[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type", "disabled") != "disabled"
+
+
+def _check_messages(messages: Any) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise invalid("messages: Field required (a non-empty list)")
+    last = len(messages) - 1
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise invalid(f"messages.{i}: must be an object")
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            raise invalid(f"messages.{i}.role: must be 'user' or 'assistant'")
+        content = message.get("content")
+        if isinstance(content, str):
+            empty = content == ""
+        elif isinstance(content, list):
+            for j, block in enumerate(content):
+                _check_block(block, f"messages.{i}.content.{j}")
+            empty = not content
+        else:
+            raise invalid(f"messages.{i}.content: must be a string or a list of content blocks")
+        if empty and not (i == last and role == "assistant"):
+            raise invalid(
+                f"messages.{i}: all messages must have non-empty content except for the "
+                "optional final assistant message"
+            )
+
+
+def _check_block(block: Any, where: str) -> None:
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        raise invalid(f"{where}: a content block must be an object with a string 'type'")
+    kind = block["type"]
+    if kind == "text" and not isinstance(block.get("text"), str):
+        raise invalid(f"{where}.text: Field required")
+    if kind == "tool_use":
+        if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
+            raise invalid(f"{where}: tool_use needs a string 'id' and 'name'")
+        if not isinstance(block.get("input"), dict):
+            raise invalid(f"{where}.input: must be an object")
+    if kind == "tool_result":
+        if not isinstance(block.get("tool_use_id"), str):
+            raise invalid(f"{where}.tool_use_id: Field required")
+        content = block.get("content")
+        if isinstance(content, list):
+            for k, part in enumerate(content):
+                _check_block(part, f"{where}.content.{k}")
+        elif content is not None and not isinstance(content, str):
+            raise invalid(f"{where}.content: must be a string or a list of content blocks")
+    if kind == "thinking" and not isinstance(block.get("thinking"), str):
+        raise invalid(f"{where}.thinking: Field required")
+
+
+def _check_system(system: Any) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        raise invalid("system: must be a string or a list of text blocks")
+    for j, block in enumerate(system):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise invalid(f"system.{j}: system blocks must be text blocks")
+        _check_block(block, f"system.{j}")
+
+
+def _check_tools(tools: Any) -> None:
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise invalid("tools: must be a list")
+    seen: set[str] = set()
+    for j, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise invalid(f"tools.{j}: a tool must be an object with a string 'name'")
+        custom = tool.get("type", "custom") == "custom"
+        if custom and not isinstance(tool.get("input_schema"), dict):
+            raise invalid(f"tools.{j}.input_schema: Field required")
+        if tool["name"] in seen:
+            raise invalid(f"tools: tool names must be unique ({tool['name']!r} repeats)")
+        seen.add(tool["name"])
+
+
+def _check_tool_choice(choice: Any) -> None:
+    if choice is None:
+        return
+    if not isinstance(choice, dict) or choice.get("type") not in TOOL_CHOICES:
+        raise invalid("tool_choice.type: must be one of auto, any, tool, none")
+    if choice["type"] == "tool" and not isinstance(choice.get("name"), str):
+        raise invalid("tool_choice.name: Field required")
+
+
+def _check_thinking(thinking: Any, max_tokens: Any) -> None:
+    if thinking is None:
+        return
+    if not isinstance(thinking, dict) or thinking.get("type") not in THINKING_TYPES:
+        raise invalid("thinking.type: must be one of " + ", ".join(THINKING_TYPES))
+    if thinking["type"] != "enabled":
+        return
+    budget = thinking.get("budget_tokens")
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1024:
+        raise invalid("thinking.enabled.budget_tokens: must be an integer >= 1024")
+    if isinstance(max_tokens, int) and budget >= max_tokens:
+        raise invalid("`max_tokens` must be greater than `thinking.budget_tokens`")
+
+
+def _marked_blocks(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every block that carries cache_control, in prompt order (tools, system, messages)."""
+    for j, tool in enumerate(body.get("tools") or []):
+        if "cache_control" in tool:
+            yield f"tools.{j}", tool
+    system = body.get("system")
+    if isinstance(system, list):
+        for j, block in enumerate(system):
+            if "cache_control" in block:
+                yield f"system.{j}", block
+    for i, message in enumerate(body["messages"]):
+        content = message["content"]
+        if not isinstance(content, list):
+            continue
+        for j, block in enumerate(content):
+            if "cache_control" in block:
+                yield f"messages.{i}.content.{j}", block
+            nested = block.get("content") if block["type"] == "tool_result" else None
+            if isinstance(nested, list):
+                for k, part in enumerate(nested):
+                    if "cache_control" in part:
+                        yield f"messages.{i}.content.{j}.content.{k}", part
+
+
+def marker_ttl(marker: Any, where: str) -> str:
+    """The TTL of one cache_control value ('5m' by default), or a 400."""
+    if not isinstance(marker, dict) or marker.get("type") != "ephemeral":
+        raise invalid(f"{where}.cache_control.type: must be 'ephemeral'")
+    ttl = marker.get("ttl", "5m")
+    if ttl not in TTLS:
+        raise invalid(f"{where}.cache_control.ttl: must be '5m' or '1h'")
+    return str(ttl)
+
+
+def _check_markers(body: dict[str, Any]) -> None:
+    ttls: list[tuple[str, str]] = []
+    for where, block in _marked_blocks(body):
+        ttl = marker_ttl(block["cache_control"], where)
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            raise invalid(f"{where}: cache_control cannot be set on {block['type']} blocks")
+        if block.get("type") == "text" and block.get("text") == "":
+            raise invalid(f"{where}.text: cache_control cannot be set for empty text blocks")
+        ttls.append((where, ttl))
+    # The automatic breakpoint counts against the limit and sits last in prompt order.
+    if body.get("cache_control") is not None:
+        ttls.append(("cache_control", marker_ttl(body["cache_control"], "(top level)")))
+    if len(ttls) > MAX_BREAKPOINTS:
+        raise invalid(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {len(ttls)}."
+        )
+    seen_5m = False
+    for where, ttl in ttls:
+        if ttl == "1h" and seen_5m:
+            raise invalid(
+                f"{where}: a ttl='1h' cache_control block must not come after a ttl='5m' "
+                "cache_control block. Note that blocks are processed in the following "
+                "order: `tools`, `system`, `messages`."
+            )
+        seen_5m = seen_5m or ttl == "5m"
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
+
+def _check_tool_pairs(messages: list[dict[str, Any]]) -> None:
+    """Every tool_use is answered, results first, in the very next user message."""
+    for i, message in enumerate(messages):
+        blocks = _blocks(message)
+        if message["role"] == "user":
+            results = [b for b in blocks if b["type"] == "tool_result"]
+            if not results:
+                continue
+            leading = 0
+            while leading < len(blocks) and blocks[leading]["type"] == "tool_result":
+                leading += 1
+            if leading != len(results):
+                raise invalid(
+                    f"messages.{i}: `tool_result` blocks must come first in the user message, "
+                    "before any other content"
+                )
+            previous = messages[i - 1] if i > 0 else None
+            asked = (
+                {b["id"] for b in _blocks(previous) if b["type"] == "tool_use"}
+                if previous is not None and previous["role"] == "assistant"
+                else set()
+            )
+            stray = [b["tool_use_id"] for b in results if b["tool_use_id"] not in asked]
+            if stray:
+                raise invalid(
+                    f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` "
+                    f"blocks: {', '.join(stray)}. Each `tool_result` block must have a "
+                    "corresponding `tool_use` block in the previous message."
+                )
+            continue
+        ids = [b["id"] for b in blocks if b["type"] == "tool_use"]
+        if not ids:
+            continue
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        answered: set[str] = set()
+        if following is not None and following["role"] == "user":
+            for block in _blocks(following):
+                if block["type"] != "tool_result":
+                    break
+                answered.add(block["tool_use_id"])
+        missing = [tool_id for tool_id in ids if tool_id not in answered]
+        if missing:
+            raise invalid(
+                f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message."
+            )
+
+
+def _check_forced_tool_with_thinking(body: dict[str, Any]) -> None:
+    choice = body.get("tool_choice")
+    if thinking_enabled(body) and isinstance(choice, dict) and choice["type"] in ("any", "tool"):
+        raise invalid(
+            "Thinking may not be enabled when tool_choice forces tool use "
+            f"(tool_choice.type={choice['type']!r}); use 'auto' or 'none'."
+        )
