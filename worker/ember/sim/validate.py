@@ -258,10 +258,8 @@ def _check_tool_pairs(messages: list[dict[str, Any]]) -> None:
         following = messages[i + 1] if i + 1 < len(messages) else None
         answered: set[str] = set()
         if following is not None and following["role"] == "user":
-            for block in _blocks(following):
-                if block["type"] != "tool_result":
-                    break
-                answered.add(block["tool_use_id"])
+            # Results out of order are reported when that user message is checked.
+            answered = {b["tool_use_id"] for b in _blocks(following) if b["type"] == "tool_result"}
         missing = [tool_id for tool_id in ids if tool_id not in answered]
         if missing:
             raise invalid(
