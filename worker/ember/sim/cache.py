@@ -65,18 +65,20 @@ def _settings(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def _walk(value: Any) -> list[dict[str, Any]]:
-    """Every object nested in ``value`` (blocks inside tool results included)."""
+def _content_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """System and message content blocks, with the blocks nested in tool results.
+
+    Only blocks count for the settings flags: a tool's input that happens to hold
+    ``{"type": "image"}`` is content, not an image.
+    """
     found: list[dict[str, Any]] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            found.append(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
+    for message in body["messages"]:
+        for block in _as_blocks(message["content"]):
+            found.append(block)
+            nested = block.get("content") if block.get("type") == "tool_result" else None
+            if isinstance(nested, list):
+                found.extend(b for b in nested if isinstance(b, dict))
+    return found + _as_blocks(body.get("system"))
 
 
 def _level_settings(body: dict[str, Any]) -> tuple[str, str]:
@@ -87,9 +89,9 @@ def _level_settings(body: dict[str, Any]) -> tuple[str, str]:
     tool_choice, thinking, effort and the presence of images affect messages only.
     """
     tools = body.get("tools") or []
-    everything = _walk(body.get("messages")) + _walk(body.get("system"))
+    blocks = _content_blocks(body)
     citations = any(
-        isinstance(o.get("citations"), dict) and o["citations"].get("enabled") for o in everything
+        isinstance(b.get("citations"), dict) and bool(b["citations"].get("enabled")) for b in blocks
     )
     web_search = any(str(t.get("type", "")).startswith("web_search") for t in tools)
     system = _settings({"citations": citations, "web_search": web_search})
@@ -100,7 +102,7 @@ def _level_settings(body: dict[str, Any]) -> tuple[str, str]:
             "tool_choice": body.get("tool_choice") or {"type": "auto"},
             "thinking": body.get("thinking") or {"type": "disabled"},
             "effort": effort,
-            "images": any(o.get("type") == "image" for o in _walk(body.get("messages"))),
+            "images": any(b.get("type") == "image" for b in blocks),
         }
     )
     return system, system + messages
@@ -143,7 +145,7 @@ def build_prompt(body: dict[str, Any], info: ModelInfo) -> Prompt:
     system_settings, message_settings = _level_settings(body)
     strip = _stripped_messages(body) if info.thinking_retention == "last-turn" else set()
 
-    # (where, kind, block, context) in prompt order.
+    # (where, block, context) in prompt order; the context folds in role and settings.
     items: list[tuple[str, dict[str, Any], str]] = []
     for j, tool in enumerate(body.get("tools") or []):
         items.append((f"tools.{j}", tool, "tool"))
@@ -195,11 +197,11 @@ def _place_automatic(positions: list[Position], ttl: str) -> None:
 class Entry:
     ttl: float
     expires_at: float
-    visible_at: float | None  # None until the writer's response starts
+    visible_at: float  # when the writer's response started
     tokens: int
 
     def live(self, now: float) -> bool:
-        return self.visible_at is not None and self.visible_at <= now < self.expires_at
+        return self.visible_at <= now < self.expires_at
 
 
 @dataclass(frozen=True)
@@ -315,8 +317,7 @@ class CacheStore:
                     continue
                 entry.ttl = max(entry.ttl, w.ttl)
                 entry.expires_at = max(entry.expires_at, expires)
-                if entry.visible_at is None or entry.visible_at > response_started_at:
-                    entry.visible_at = response_started_at
+                entry.visible_at = min(entry.visible_at, response_started_at)
 
     def _purge(self, now: float) -> None:
         # Entries long past their expiry can never be read or refreshed again.

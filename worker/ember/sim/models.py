@@ -32,7 +32,7 @@ class ModelInfo:
     def list_price_usd(self, usage: dict[str, Any]) -> float:
         """A list-price estimate of one request's cost (not a bill)."""
         creation = usage.get("cache_creation") or {}
-        amounts = {
+        amounts: dict[str, int] = {
             "input": usage.get("input_tokens", 0),
             "output": usage.get("output_tokens", 0),
             "cache_write_5m": creation.get("ephemeral_5m_input_tokens", 0),

@@ -371,7 +371,7 @@ class Heuristic:
 
 def choose_tool(body: Mapping[str, Any]) -> str | None:
     """The tool a memory answer goes to: forced, the shadow tool, or the only one offered."""
-    names = [t["name"] for t in body.get("tools") or []]
+    names: list[str] = [str(t["name"]) for t in body.get("tools") or []]
     choice = body.get("tool_choice") or {}
     if not names or choice.get("type") == "none":
         return None
