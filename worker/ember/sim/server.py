@@ -55,6 +55,9 @@ def _bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    # Listening before uvicorn starts means a client that reads the printed URL and
+    # connects at once is queued rather than refused.
+    sock.listen(128)
     return sock
 
 
