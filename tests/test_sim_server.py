@@ -11,7 +11,7 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from ember.sim import SimServer, load_models
+from ember.sim import RequestLog, SimServer, load_models
 from ember.sim.server import main
 from simfixtures import STANDARD, TINY_MODELS, conversation
 
@@ -118,3 +118,10 @@ def test_ember_sim_serves_until_interrupted(tmp_path: Path) -> None:
     assert process.returncode == 0
     [line] = log.read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["usage"]["input_tokens"] == 40
+
+
+def test_the_in_memory_log_can_be_bounded() -> None:
+    log = RequestLog(keep=2)
+    for n in range(3):
+        log.start("POST", "/v1/messages", float(n), b"{}", {})
+    assert [e.seq for e in log.entries()] == [2, 3]

@@ -64,6 +64,9 @@ class LoggedRequest:
 @dataclass
 class RequestLog:
     path: Path | None = None
+    # In memory, only the newest ``keep`` entries (None: all). A long-running `ember sim`
+    # must not grow without bound; the JSONL file keeps everything.
+    keep: int | None = None
     _entries: list[LoggedRequest] = field(default_factory=list)
     _changed: threading.Condition = field(default_factory=threading.Condition)
     _file: TextIO | None = None
@@ -77,6 +80,8 @@ class RequestLog:
             self._seq += 1
             entry = LoggedRequest(self._seq, method, path, received_at, raw, kept)
             self._entries.append(entry)
+            if self.keep is not None and len(self._entries) > self.keep:
+                del self._entries[: len(self._entries) - self.keep]
             self._changed.notify_all()
         return entry
 

@@ -30,6 +30,7 @@ from .models import ModelTable, load_models
 from .responders import Responder, responder_from_name
 
 START_TIMEOUT = 10.0
+IN_MEMORY_LOG = 1000  # entries `ember sim` keeps in memory; --log FILE keeps them all
 
 
 def _models(models: ModelTable | Mapping[str, Any] | str | Path | None) -> ModelTable:
@@ -210,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = SimState(
             models=load_models(args.models),
             responder=responder_from_name(args.responder),
-            log=RequestLog(args.log),
+            log=RequestLog(args.log, keep=IN_MEMORY_LOG),
         )
         sock = _bind(args.host, args.port)
     except (OSError, ValueError, KeyError) as exc:
