@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 from ..tokens import block_tokens
 from .cache import CachePlan, CacheStore, build_prompt
 from .clock import Clock, epoch_seconds, system_clock
-from .errors import ApiError, error_body, invalid
+from .errors import ApiError, invalid
 from .log import LoggedRequest, RequestLog
 from .models import ModelInfo, ModelTable, load_models
 from .responders import (
@@ -219,10 +219,10 @@ class SimApp:
     async def _messages(self, request: Request, raw: bytes, entry: LoggedRequest) -> Response:
         body = self._body(request, raw, entry)
         info = validate_request(body, self.state.models)
-        plan = self.state.store.plan(build_prompt(body, info), info, entry.received_at)
-        entry.cache = plan.detail
         responder = self._responder(request)
         entry.responder = responder.name
+        plan = self.state.store.plan(build_prompt(body, info), info, entry.received_at)
+        entry.cache = plan.detail
         sim_request = SimRequest(entry.seq, body, info, request.headers)
         outcome = await responder.respond(sim_request)
         stream = bool(body.get("stream"))
@@ -289,9 +289,8 @@ class SimApp:
         fault: Fault | None = None,
     ) -> StreamingResponse:
         events = stream_events(message)
-        if fault is not None:
-            error = error_body(fault.error_type or "overloaded_error", fault.message)
-            events = [events[0], {**error, "type": "error"}]
+        if fault is not None:  # message_start, then an `error` event in place of the answer
+            events = [events[0], ApiError(fault.status, fault.message, fault.error_type).body()]
 
         async def body() -> AsyncIterator[bytes]:
             self._started(entry, plan, info, message)
