@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ember sim",
         description="A local Anthropic Messages API server with prompt-cache accounting.",
     )
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument(
         "--responder",
