@@ -81,7 +81,7 @@ BEGIN
 
     INSERT INTO ember.threads (id, kind, title, category, seal_tier, model, created_at, status_changed_at)
     VALUES (p_id, p_kind, p_title, p_category, p_seal_tier, p_model, p_now, p_now);
-    INSERT INTO ember.generations (thread_id, ordinal, started_at) VALUES (p_id, 1, p_now);
+    PERFORM ember.open_generation(p_id, p_now);
     RETURN p_id;
 EXCEPTION
     WHEN unique_violation THEN
@@ -89,6 +89,20 @@ EXCEPTION
         RAISE EXCEPTION 'thread "%" conflicts with an existing thread (%)', p_id, SQLERRM
             USING ERRCODE = CASE WHEN p_kind = 'main' THEN 'EM006' ELSE 'EM013' END;
 END;
+$$;
+
+-- Open the thread's next generation. The caller holds the thread's row lock (or has just created
+-- the thread) and has ended any open generation.
+CREATE OR REPLACE FUNCTION ember.open_generation(
+    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS uuid
+LANGUAGE sql
+AS $$
+    INSERT INTO ember.generations (thread_id, ordinal, started_at)
+    SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
+    FROM ember.generations WHERE thread_id = p_thread
+    RETURNING id
 $$;
 
 -- The thread's open generation, opening one when there is none (after an ended thread resumed,
@@ -104,10 +118,7 @@ DECLARE
 BEGIN
     SELECT id INTO g FROM ember.generations WHERE thread_id = p_thread AND ended_at IS NULL;
     IF g IS NULL THEN
-        INSERT INTO ember.generations (thread_id, ordinal, started_at)
-        SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
-        FROM ember.generations WHERE thread_id = p_thread
-        RETURNING id INTO g;
+        g := ember.open_generation(p_thread, p_now);
     END IF;
     RETURN g;
 END;
@@ -130,10 +141,7 @@ BEGIN
     END IF;
     UPDATE ember.generations SET ended_at = greatest(p_now, started_at)
     WHERE thread_id = p_thread AND ended_at IS NULL;
-    INSERT INTO ember.generations (thread_id, ordinal, started_at)
-    SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
-    FROM ember.generations WHERE thread_id = p_thread
-    RETURNING id INTO g;
+    g := ember.open_generation(p_thread, p_now);
     -- The offer and its NOTIFY become visible only when this transaction commits, so shadow never
     -- reads a generation whose end could still roll back.
     PERFORM ember.shadow_memory_changed(p_thread, 'generation-ended', p_now);

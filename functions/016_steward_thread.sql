@@ -22,8 +22,7 @@ BEGIN
         'memory-steward', 'steward', 'memory steward', 'open', '{"system": "memory-steward"}',
         true, m.model, coalesce(m.thinking_level, 'off'), p_now, p_now
     );
-    INSERT INTO ember.generations (thread_id, ordinal, started_at)
-    VALUES ('memory-steward', 1, p_now);
+    PERFORM ember.open_generation('memory-steward', p_now);
     RETURN 'memory-steward';
 END;
 $$;

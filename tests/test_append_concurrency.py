@@ -7,25 +7,13 @@ import time
 
 import psycopg
 
+from pgwait import blocked_on_lock
+
 
 def _setup(url: str) -> None:
     with psycopg.connect(url) as conn:
         conn.execute("SELECT ember.create_thread('t1', 'side')")
         conn.execute("SELECT ember.create_thread('t2', 'side')")
-
-
-def _wait_until_blocked(url: str, app: str, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(url, autocommit=True) as watcher:
-        while time.monotonic() < deadline:
-            row = watcher.execute(
-                "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = %s",
-                (app,),
-            ).fetchone()
-            if row and row[0] == "Lock":
-                return True
-            time.sleep(0.02)
-    return False
 
 
 def test_second_append_waits_for_the_first_commit_and_gets_a_later_seq(db: str) -> None:
@@ -46,7 +34,7 @@ def test_second_append_waits_for_the_first_commit_and_gets_a_later_seq(db: str) 
 
         tb = threading.Thread(target=append_b)
         tb.start()
-        assert _wait_until_blocked(db, "appender-b"), "b must wait on a's lock on the thread"
+        assert blocked_on_lock(db, "appender-b"), "b must wait on a's lock on the thread"
         assert not done.is_set()
         a.commit()
         assert done.wait(10)

@@ -18,6 +18,8 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
+from pgwait import blocked_on_lock
+
 # Tests move time by passing p_now; T0 lies after any row's real creation time.
 T0 = datetime.now(UTC) + timedelta(days=1)
 CLAIM = "SELECT ember.claim_shadow_run(%s, '5 minutes')"
@@ -81,20 +83,6 @@ def _seq(conn: psycopg.Connection[Any], message_id: int) -> int:
     row = conn.execute("SELECT seq FROM ember.messages WHERE id = %s", (message_id,)).fetchone()
     assert row is not None
     return int(row[0])
-
-
-def _wait_until_blocked(url: str, app: str, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    with _connect(url, autocommit=True) as watcher:
-        while time.monotonic() < deadline:
-            row = watcher.execute(
-                "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = %s",
-                (app,),
-            ).fetchone()
-            if row and row[0] == "Lock":
-                return True
-            time.sleep(0.02)
-    return False
 
 
 @pytest.fixture
@@ -199,7 +187,7 @@ def test_an_append_during_a_claim_lands_after_its_through_seq(db: str) -> None:
 
         t = threading.Thread(target=append)
         t.start()
-        assert _wait_until_blocked(db, "late-appender"), "the append waits for the claim"
+        assert blocked_on_lock(db, "late-appender"), "the append waits for the claim"
         claimer.commit()
         t.join(10)
         assert result

@@ -8,26 +8,13 @@ tick and a human message arriving together could deadlock.
 from __future__ import annotations
 
 import threading
-import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from pgwait import blocked_on_lock
+
 T0 = datetime.now(UTC) + timedelta(days=1)
-
-
-def _blocked_on_lock(url: str, app: str, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(url, autocommit=True) as watcher:
-        while time.monotonic() < deadline:
-            row = watcher.execute(
-                "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = %s",
-                (app,),
-            ).fetchone()
-            if row and row[0] == "Lock":
-                return True
-            time.sleep(0.02)
-    return False
 
 
 def test_tick_abandoning_a_run_and_a_human_message_do_not_deadlock(db: str) -> None:
@@ -56,7 +43,7 @@ def test_tick_abandoning_a_run_and_a_human_message_do_not_deadlock(db: str) -> N
 
         t = threading.Thread(target=run_tick)
         t.start()
-        assert _blocked_on_lock(db, "ticker"), "tick must wait for the thread"
+        assert blocked_on_lock(db, "ticker"), "tick must wait for the thread"
         # Now the human message: its cancel trigger needs the run row. Had tick locked the run
         # before waiting for the thread, this would be a deadlock.
         human.execute("SET lock_timeout = '10s'")

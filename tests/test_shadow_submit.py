@@ -7,12 +7,13 @@ is claimed and committed by one session, the expiry or the cancel comes from ano
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
+
+from pgwait import blocked_on_lock
 
 USAGE = {
     "input_tokens": 120,
@@ -98,20 +99,6 @@ def _run_state(url: str, run: int) -> tuple[str, str | None, int, bool]:
     return str(row[0]), row[1], int(row[2]), bool(row[3])
 
 
-def _wait_until_blocked(url: str, app: str, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(url, autocommit=True) as watcher:
-        while time.monotonic() < deadline:
-            row = watcher.execute(
-                "SELECT wait_event_type FROM pg_stat_activity WHERE application_name = %s",
-                (app,),
-            ).fetchone()
-            if row and row[0] == "Lock":
-                return True
-            time.sleep(0.02)
-    return False
-
-
 # --- lease expiry --------------------------------------------------------------------------
 
 
@@ -184,7 +171,7 @@ def test_a_cancel_committed_first_wins_and_no_proposal_is_stored(db: str) -> Non
 
         t = threading.Thread(target=submit)
         t.start()
-        assert _wait_until_blocked(db, "worker"), "the submit must wait for the human message"
+        assert blocked_on_lock(db, "worker"), "the submit must wait for the human message"
         host.commit()
         t.join(10)
         assert not t.is_alive()
@@ -211,7 +198,7 @@ def test_a_submit_committed_first_wins_and_the_late_cancel_changes_nothing(db: s
 
         t = threading.Thread(target=speak)
         t.start()
-        assert _wait_until_blocked(db, "host"), "the human message must wait for the submit"
+        assert blocked_on_lock(db, "host"), "the human message must wait for the submit"
         worker.commit()
         assert done.wait(10)
         t.join(10)
@@ -244,7 +231,7 @@ def test_a_submit_starting_inside_a_human_append_neither_deadlocks_nor_mixes(db:
 
         t = threading.Thread(target=submit)
         t.start()
-        assert _wait_until_blocked(db, "worker")
+        assert blocked_on_lock(db, "worker")
         host.execute("SELECT ember.append_message('s1', 'user', 'Wait, one more thing.')")
         host.commit()
         t.join(10)
