@@ -83,6 +83,7 @@ DECLARE
     v_lost text[];
     r ember.messages;
     v_new bigint[] := '{}';
+    v_id bigint;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
@@ -148,10 +149,13 @@ BEGIN
     FOR r IN
         SELECT * FROM ember.messages AS m WHERE m.id = ANY(p_ids) ORDER BY m.seq
     LOOP
-        v_new := v_new || ember.append_message(
+        v_id := ember.append_message(
             p_to, r.role, r.content, r.author, r.blocks, r.tool_call_id, r.tool_name,
             r.tool_status, r.from_thread, p_now
         );
+        -- Lineage: evidence checks follow it back to the original's thread.
+        UPDATE ember.messages SET copied_from = coalesce(r.copied_from, r.id) WHERE id = v_id;
+        v_new := v_new || v_id;
     END LOOP;
     RETURN v_new;
 END;

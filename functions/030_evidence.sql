@@ -95,8 +95,9 @@ $$;
 -- What each pointer names, resolved. Call only on evidence whose shape is valid. message_id
 -- and generation_id are the ids the pointer asked for (one of them is NULL); `found` is false
 -- when that id names no row. `lineage` lists every thread the row came from: the
--- message's own thread, its generation's thread, and the thread it was forwarded or copied
--- from (from_thread). For a generation pointer, the generation's thread.
+-- message's own thread, its generation's thread, the thread it was forwarded from
+-- (from_thread), and for a copy the original's thread and from_thread. For a generation
+-- pointer, the generation's thread.
 CREATE OR REPLACE FUNCTION ember.evidence_targets(p_evidence jsonb)
 RETURNS TABLE (
     ordinal bigint,
@@ -120,7 +121,9 @@ AS $$
         coalesce(m.thread_id, g.thread_id),
         CASE
             WHEN m.id IS NOT NULL THEN
-                array_remove(ARRAY[m.thread_id, mg.thread_id, m.from_thread], NULL)
+                array_remove(
+                    ARRAY[m.thread_id, mg.thread_id, m.from_thread, o.thread_id, o.from_thread], NULL
+                )
             WHEN g.id IS NOT NULL THEN ARRAY[g.thread_id]
         END,
         m.role,
@@ -131,6 +134,7 @@ AS $$
     LEFT JOIN ember.messages AS m
         ON p.value ? 'message_id' AND m.id = (p.value ->> 'message_id')::bigint
     LEFT JOIN ember.generations AS mg ON mg.id = m.generation_id
+    LEFT JOIN ember.messages AS o ON o.id = m.copied_from
     LEFT JOIN ember.generations AS g
         ON p.value ? 'generation_id' AND g.id = (p.value ->> 'generation_id')::uuid
     ORDER BY p.ordinality

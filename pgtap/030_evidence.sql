@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(57);
+SELECT plan(59);
 
 -- Evidence pointers built from ids: pg_temp.msg(1, 2) = [{"message_id":1},{"message_id":2}].
 CREATE FUNCTION pg_temp.msg(VARIADIC p_ids bigint []) RETURNS jsonb LANGUAGE sql AS $$
@@ -144,6 +144,12 @@ SELECT matches(ember.check_evidence('s1', 'observed-outcome', pg_temp.gen(:'g_s2
                'not in thread "s1"', 'shadow: a generation of another thread is refused');
 SELECT matches(ember.check_evidence('s1', 'tool-verified', pg_temp.msg(:m_relayed)),
                'not in thread "s1"', 'shadow: a row of this thread relayed from another thread is refused (lineage)');
+SELECT (ember.copy_messages('s2', ARRAY[:m_s2_user]::bigint [], 's1'))[1] AS m_copied \gset
+SELECT matches(ember.check_evidence('s1', 'user-stated', pg_temp.msg(:m_copied)),
+               'not in thread "s1"', 'shadow: a row copied into this thread from another is refused (lineage)');
+SELECT (ember.copy_messages('s1', ARRAY[:m_copied]::bigint [], 'main'))[1] AS m_copy_of_copy \gset
+SELECT is((SELECT copied_from FROM ember.messages WHERE id = :m_copy_of_copy), :m_s2_user::bigint,
+          'a copy of a copy remembers the first original');
 SELECT is(ember.check_evidence(NULL, 'tool-verified', pg_temp.msg(:m_relayed), false), NULL,
           'steward mode: the relayed row is evidence');
 SELECT is(ember.check_evidence('s1', 'user-stated', pg_temp.msg(:m_s2_user), false), NULL,
