@@ -40,11 +40,12 @@ pgtap: $(STAMP)
 pytest: $(STAMP)
 	@$(BIN)/pytest -q
 
-## lint: sqlfluff over db/ and functions/, ruff over Python
+## lint: sqlfluff over db/ and functions/, ruff and mypy --strict over Python
 lint: $(STAMP)
 	@$(BIN)/sqlfluff lint db functions
 	@$(BIN)/ruff check worker tests
 	@$(BIN)/ruff format --check worker tests
+	@$(BIN)/mypy
 
 ## clean: stop the embedded database and remove it, the venv and caches
 clean:

@@ -56,7 +56,7 @@ def migrate(url: str, root: Path) -> MigrateResult:
         conn.execute(queries.MIGRATE_LOCK)
         try:
             conn.execute(queries.MIGRATE_BOOTSTRAP)
-            applied = dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall())
+            applied: dict[str, str] = dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall())
             for path in migrations:
                 digest = _sha256(path)
                 if path.name in applied:
