@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ember.sim import SimServer
-from ember.sim.responders import parse_rows
+from ember.sim.responders import parse_rows, propose_facts
 from simfixtures import (  # noqa: F401
     STANDARD,
     _shared_client,
@@ -125,6 +125,13 @@ def test_rows_in_tool_results_and_blocks_are_read_too(sim_client: anthropic.Anth
         ],
     )
     assert reply.content[0].input["facts"][0]["evidence"] == [{"message_id": 5}]
+
+
+def test_an_adverb_does_not_hide_a_preference() -> None:
+    facts = propose_facts(parse_rows("m:7 user(human): I always want answers in metric units."))
+    assert [(f["evidence_kind"], f["evidence"]) for f in facts] == [
+        ("user-stated", [{"message_id": 7}])
+    ]
 
 
 def test_row_parsing_is_tolerant() -> None:

@@ -280,7 +280,7 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "preference",
         re.compile(
-            r"\b(?:I|we)\s+(?:really\s+|much\s+|strongly\s+)?(?:prefer|like|love|hate|dislike|"
+            r"\b(?:I|we)\s+(?:(?:really|much|strongly|always|usually|generally)\s+)?(?:prefer|like|love|hate|dislike|"
             r"enjoy|can't stand|don't like|do not like|don't want|do not want|want)\b"
             r"|\b(?:I'd|I would|we'd|we would)\s+(?:rather|prefer|like)\b"
             r"|\bmy\s+(?:favou?rite|preferred|usual)\b"
