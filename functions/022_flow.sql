@@ -40,14 +40,24 @@ BEGIN
 END;
 $$;
 
--- The database enforces the flow rule on every row that arrives from a carrier, whatever
--- wrote it (a side-chat message from main, a copy), instead of trusting each caller to ask.
+-- The database enforces the flow rules on every row that arrives from another thread, whatever
+-- wrote it (a side-chat message from main, a progress report, a copy), instead of trusting each
+-- caller to ask. A row sent from an isolated thread is that thread's content: in an open thread it
+-- would be in the backlog, a shadow plan and the receiver's own prompts, so it goes only to another
+-- isolated thread, exactly like a copy (copy_messages, EM028). Checking the sender's seal at the
+-- readers instead would leave the row in the open thread for every future reader to get right.
 CREATE OR REPLACE FUNCTION ember.messages_carrier_flow()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
     IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
+        IF ember.is_isolated(new.from_thread) AND NOT ember.is_isolated(new.thread_id) THEN
+            RAISE EXCEPTION 'thread "%": a row from isolated thread "%" goes only to an isolated thread',
+                new.thread_id, new.from_thread
+                USING ERRCODE = 'EM028',
+                      HINT = 'nothing automated reads an isolated thread, so nothing of it is forwarded';
+        END IF;
         PERFORM ember.check_carrier_flow(new.from_thread, new.thread_id);
     END IF;
     RETURN new;

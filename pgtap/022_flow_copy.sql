@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(37);
+SELECT plan(42);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -132,6 +132,17 @@ SELECT throws_ok(format($$SELECT ember.copy_messages('vault', ARRAY[%s], 'plain'
                  'EM028', NULL, 'rows of an isolated thread are not copied into an open one');
 SELECT is(cardinality(ember.copy_messages('vault', ARRAY[(SELECT id FROM ember.messages WHERE content = 'secret')], 'vault2')),
           1, 'an isolated thread may be forked into another isolated thread');
+SELECT throws_ok($$SELECT ember.append_message('main', 'event', 'vault: report', NULL, NULL, NULL, NULL, NULL, 'vault')$$,
+                 'EM028', NULL, 'a progress row from an isolated thread is refused in main');
+SELECT throws_ok($$SELECT ember.append_message('plain', 'event', 'vault: report', NULL, NULL, NULL, NULL, NULL, 'vault')$$,
+                 'EM028', NULL, 'a row from an isolated thread is refused in an open side thread');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE content = 'vault: report'), 0,
+          'and nothing of an isolated thread reaches an open thread (nor its backlog or shadow plan)');
+SELECT lives_ok($$SELECT ember.append_message('vault2', 'event', 'vault: report', NULL, NULL, NULL, NULL, NULL, 'vault')$$,
+                'a row from an isolated thread may go to another isolated thread');
+SELECT throws_ok(format($$SELECT ember.copy_messages('vault2', ARRAY[%s], 'plain')$$,
+                        (SELECT id FROM ember.messages WHERE content = 'vault: report')),
+                 'EM028', NULL, 'and is never copied on into an open thread');
 
 -- A fresh generation of main carries nothing, so it may send again.
 SELECT ember.start_generation('main');
