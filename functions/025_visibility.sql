@@ -33,6 +33,30 @@ CREATE OR REPLACE TRIGGER threads_reserved_ids
 BEFORE INSERT OR UPDATE OF id ON ember.threads
 FOR EACH ROW EXECUTE FUNCTION ember.threads_reserved_ids();
 
+-- A seal only tightens. Opening an isolated thread would hand every automated reader its whole
+-- history at once, including rows forwarded or copied into it from other isolated threads under
+-- the isolated-to-isolated rule; the person's way back is a new open thread with what they choose
+-- to put in it. Sealing an open thread is honoured: every reader asks ember.is_isolated, and
+-- shadow withdraws its work on the thread (functions/044_shadow_cancel.sql).
+CREATE OR REPLACE FUNCTION ember.threads_seal_only_tightens()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF old.seal_tier = 'isolated' AND new.seal_tier IS DISTINCT FROM 'isolated' THEN
+        RAISE EXCEPTION 'thread "%" is isolated and is never opened again (to %)',
+            old.id, coalesce('"' || new.seal_tier || '"', 'none')
+            USING ERRCODE = 'EM015',
+                  HINT = 'start a new open thread with what may be read';
+    END IF;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_seal_only_tightens
+BEFORE UPDATE OF seal_tier ON ember.threads
+FOR EACH ROW EXECUTE FUNCTION ember.threads_seal_only_tightens();
+
 -- The tags of a viewer's model; empty when the viewer has no pinned model (or is unknown).
 CREATE OR REPLACE FUNCTION ember.viewer_tags(p_viewer text)
 RETURNS text[]

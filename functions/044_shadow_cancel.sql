@@ -12,28 +12,40 @@
 --
 -- SECURITY DEFINER because it writes shadow tables that a role allowed to append messages has no
 -- reason to hold rights on; hence the pinned search_path.
+-- Withdraw a thread's shadow work: its offers, its prefix, and its running run (flagged, and
+-- NOTIFY ember_cancel with the run id). The caller holds the thread's row lock, so a claim or a
+-- submit of the same thread sees either all of this or none of it.
+CREATE OR REPLACE FUNCTION ember.shadow_withdraw(p_thread text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_run bigint;
+BEGIN
+    DELETE FROM ember.shadow_signals WHERE thread_id = p_thread;
+    DELETE FROM ember.shadow_prefixes WHERE thread_id = p_thread;
+    FOR v_run IN
+        UPDATE ember.shadow_runs SET cancel_requested = true
+        WHERE thread_id = p_thread AND status = 'running'
+        RETURNING id
+    LOOP
+        PERFORM pg_notify('ember_cancel', v_run::text);
+    END LOOP;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_user_message()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
 AS $$
-DECLARE
-    v_run bigint;
 BEGIN
-    DELETE FROM ember.shadow_signals WHERE thread_id = new.thread_id;
-    DELETE FROM ember.shadow_prefixes WHERE thread_id = new.thread_id;
+    PERFORM ember.shadow_withdraw(new.thread_id);
     -- The user answered: a turn blocked on the user is no longer waiting (and is busy again).
     UPDATE ember.shadow_thread_state
     SET waiting_user = false, last_activity_at = greatest(last_activity_at, new.created_at)
     WHERE thread_id = new.thread_id;
-    FOR v_run IN
-        UPDATE ember.shadow_runs SET cancel_requested = true
-        WHERE thread_id = new.thread_id AND status = 'running'
-        RETURNING id
-    LOOP
-        PERFORM pg_notify('ember_cancel', v_run::text);
-    END LOOP;
     RETURN NULL;
 END;
 $$;
@@ -43,3 +55,26 @@ AFTER INSERT ON ember.messages
 FOR EACH ROW
 WHEN (new.role = 'user' AND new.author = 'human')
 EXECUTE FUNCTION ember.shadow_cancel_on_user_message();
+
+-- Sealing an open thread (seal_tier to 'isolated', refused the other way in 025_visibility.sql)
+-- takes effect for shadow at once: a plan already handed out is withdrawn like a human message's,
+-- so its submit is recorded cancelled instead of being refused whole by the proposal guard, and
+-- no prefix or offer of the sealed thread is left to be replayed. Every other reader asks
+-- ember.is_isolated when it reads, so it needs nothing here.
+CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_seal()
+RETURNS trigger
+LANGUAGE plpgsql
+SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+AS $$
+BEGIN
+    PERFORM ember.shadow_withdraw(new.id);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_cancel_on_seal
+AFTER UPDATE OF seal_tier ON ember.threads
+FOR EACH ROW
+WHEN (old.seal_tier IS DISTINCT FROM new.seal_tier AND new.seal_tier = 'isolated')
+EXECUTE FUNCTION ember.shadow_cancel_on_seal();

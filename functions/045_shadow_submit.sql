@@ -199,9 +199,10 @@ BEGIN
             USING ERRCODE = 'EM044';
     END IF;
 
+    -- Flagged by a human message, or by sealing the thread (both through shadow_withdraw).
     IF r.cancel_requested THEN
         v_status := 'cancelled';
-        v_error := 'interrupted-by-user';
+        v_error := CASE WHEN ember.is_isolated(r.thread_id) THEN 'thread-isolated' ELSE 'interrupted-by-user' END;
     ELSE
         v_status := p_outcome ->> 'status';
         v_error := p_outcome ->> 'error';
