@@ -56,8 +56,8 @@ $$;
 -- Path: hot when the thread's prefix belongs to that generation and the generation is still the
 -- current one, is younger than its model's cache TTL (measured from the original request's start,
 -- since that is when the cache entry's lifetime began), has the shadow tool in its tools, and is at
--- least the model's minimum cacheable length; the model is then the prefix's own (the model that
--- already read all of it). Otherwise cold, with a light model from routing; model is NULL and
+-- least the model's minimum cacheable length, and that model is tagged for every label of the
+-- generation; the model is then the prefix's own (the model that already read all of it). Otherwise cold, with a light model from routing; model is NULL and
 -- waiting_for says why when no light model may read the generation's labels.
 --
 -- p_thread limits the answer to one thread (claim uses it to re-check a thread it has locked).
@@ -130,6 +130,9 @@ BEGIN
                 AND p_now < p.request_started_at + md.cache_ttl
                 AND p.has_shadow_tool
                 AND p.estimated_tokens >= md.min_cacheable_tokens
+                -- Routing never downgrades (invariant 9), on the hot path too: that the host sent
+                -- the thread to this model is no clearance for shadow to send it again.
+                AND md.tags @> ember.generation_labels(gen.gid)
         ) AS pf ON true
     )
 

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(25);
+SELECT plan(28);
 
 -- T0 = 2026-03-01 12:00 UTC; every call passes its time.
 SELECT ember.define_category('health');
@@ -132,6 +132,15 @@ SELECT alike((SELECT waiting_for FROM ember.shadow_ready(pg_temp.at(1)) WHERE th
             'and says what it waits for');
 SELECT is((SELECT count(*)::int FROM ember.shadow_ready(pg_temp.at(1)) WHERE thread_id IN ('plain', 'doctor')), 2,
           'a waiting thread does not stop the others');
+
+-- The hot path replays to the prefix's model: only when that model may read the generation's labels.
+SELECT ember.note_prefix('doctor', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT is(pg_temp.path('doctor', 1), 'cold claude-haiku-4-5',
+          'a warm prefix on a model not tagged for the thread''s category is not replayed: cold, on a tagged model');
+SELECT ember.note_prefix('bank', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT is(pg_temp.path('bank', 1), 'cold none', 'and with no tagged light model either, the work waits');
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-sonnet-4-6';
+SELECT is(pg_temp.path('doctor', 1), 'hot claude-sonnet-4-6', 'once the prefix''s model is tagged, it is hot again');
 
 SELECT * FROM finish();
 ROLLBACK;
