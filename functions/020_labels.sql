@@ -25,7 +25,13 @@ AS $$
     LIMIT 1
 $$;
 
--- The union of the categories of the generation's own thread and of its source threads.
+-- The union of the categories of the generation's own thread and of its source threads. A
+-- carrier's sources are recorded in generation_sources. Any other thread records none, but a row
+-- it received from another thread (from_thread: a message from main, a progress report) is stamped
+-- with what that row brought, and its generation carries that too: otherwise main's labels, having
+-- passed the flow check into a tagged thread, would be read from there by shadow's light model or
+-- the steward as if the thread held only its own category. Only those rows are scanned, and only
+-- for non-carriers, whose stamps are otherwise just their thread's category.
 CREATE OR REPLACE FUNCTION ember.generation_labels(p_generation uuid)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
@@ -44,6 +50,13 @@ BEGIN
         FROM ember.generation_sources AS s
         JOIN ember.threads AS t ON t.id = s.source_thread
         WHERE s.generation_id = p_generation
+        UNION ALL
+        SELECT unnest(m.categories)
+        FROM ember.messages AS m
+        WHERE m.generation_id = p_generation
+            AND m.from_thread IS NOT NULL
+            AND m.from_thread <> m.thread_id
+            AND NOT ember.is_label_carrier(v_thread)
     ));
 END;
 $$;
@@ -209,10 +222,11 @@ AS $$
     END
 $$;
 
--- The row-label stamp, at insert time. A carrier row carries its generation's labels, plus
--- what the row itself brings when it has from_thread (a progress row from a category thread is
--- itself labelled); the source is recorded by messages_record_source just after. Any other
--- row carries its thread's category. The caller's value is ignored: the database decides.
+-- The row-label stamp, at insert time. Every row carries what it itself brings when it has
+-- from_thread (a progress row from a category thread, a message from a labelled main): the
+-- categories of the sender's content threads. A carrier row carries its generation's labels
+-- besides (the source is recorded by messages_record_source just after); any other row its
+-- thread's category. The caller's value is ignored: the database decides.
 CREATE OR REPLACE FUNCTION ember.messages_stamp_labels()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -220,17 +234,17 @@ AS $$
 DECLARE
     v_brought text[] := '{}';
 BEGIN
+    IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
+        v_brought := ARRAY(
+            SELECT t.category FROM ember.threads AS t
+            WHERE t.id = ANY(ember.message_source_threads(new.from_thread))
+        );
+    END IF;
     IF ember.is_label_carrier(new.thread_id) THEN
-        IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
-            v_brought := ARRAY(
-                SELECT t.category FROM ember.threads AS t
-                WHERE t.id = ANY(ember.message_source_threads(new.from_thread))
-            );
-        END IF;
         new.categories := ember.label_set(ember.generation_labels(new.generation_id) || v_brought);
     ELSE
         new.categories := ember.label_set(
-            ARRAY(SELECT t.category FROM ember.threads AS t WHERE t.id = new.thread_id)
+            ARRAY(SELECT t.category FROM ember.threads AS t WHERE t.id = new.thread_id) || v_brought
         );
     END IF;
     RETURN new;

@@ -47,8 +47,8 @@ SELECT ember.append_message('chat', 'user', 'hi there');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'hi there'), '{}'::text[],
           'an uncategorised thread''s rows carry no labels');
 SELECT ember.append_message('chat', 'event', 'from doc', NULL, NULL, NULL, NULL, NULL, 'doc');
-SELECT is((SELECT categories FROM ember.messages WHERE content = 'from doc'), '{}'::text[],
-          'a non-carrier row with from_thread still carries only its thread''s category');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'from doc'), '{health}'::text[],
+          'a non-carrier row with from_thread carries its thread''s category and what the row brought');
 SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'chat'), 0,
           'and a non-carrier records no generation source');
 INSERT INTO ember.messages (seq, thread_id, generation_id, role, author, content, categories)

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(42);
+SELECT plan(48);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -148,6 +148,25 @@ SELECT throws_ok(format($$SELECT ember.copy_messages('vault2', ARRAY[%s], 'plain
 SELECT ember.start_generation('main');
 SELECT is(ember.check_carrier_flow('main', 'plain'), '{}'::text[],
           'a new generation of main may send to an untagged thread again');
+
+-- Labels that leave a carrier stay on what carries them in the receiving thread.
+SELECT ember.shadow_activate();
+SELECT ember.append_message('main', 'event', 'doc: knee surgery on friday', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('tagged', 'event', 'main: surgery friday', 'main', NULL, NULL, NULL, NULL, 'main')
+    AS sent_id \gset
+SELECT is((SELECT categories FROM ember.messages WHERE id = :sent_id), '{health}'::text[],
+          'a row a labelled main sends to a tagged thread carries main''s labels there');
+SELECT is(ember.thread_call_labels('tagged'), '{health}'::text[],
+          'and the receiving generation carries them too');
+SELECT ember.shadow_memory_changed('tagged', 'task-ended');
+SELECT is((SELECT coalesce(model, 'none') FROM ember.shadow_ready() WHERE thread_id = 'tagged'), 'none',
+          'so shadow does not hand the receiving thread to an untagged light model');
+SELECT throws_ok(format($$SELECT * FROM ember.read_thread('plain', 'tagged')$$), 'EM028', NULL,
+                 'nor may an untagged viewer read it');
+SELECT ember.start_generation('main');
+SELECT is(ember.check_carrier_flow('main', 'plain'), '{}'::text[], 'once main starts afresh it may send to plain');
+SELECT throws_ok(format($$SELECT ember.copy_messages('tagged', ARRAY[%s], 'plain')$$, :sent_id), 'EM024', NULL,
+                 'but the labelled row it sent earlier is still not copied on into an untagged thread');
 
 SELECT * FROM finish();
 ROLLBACK;
