@@ -81,7 +81,9 @@ BEGIN
         END IF;
         BEGIN
             v_finished := (p_outcome ->> 'finished_at')::timestamptz;
-        EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+        -- Any data exception: besides bad formats and fields, an unknown time zone (22023) and an
+        -- offset out of range (22009) are the worker's malformed input too, never a raw error.
+        EXCEPTION WHEN data_exception THEN
             RETURN format('finished_at is not a timestamp: %s', p_outcome -> 'finished_at');
         END;
     END IF;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(68);
+SELECT plan(70);
 
 -- Time is fixed: runs start at 10:00 with a 10-minute lease, outcomes finish at 10:01.
 
@@ -267,6 +267,10 @@ SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome() || '{"finished_a
                  'a finish time that is not a timestamp');
 SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome() || '{"finished_at": "2030-13-45 10:00"}'), 'EM044',
                  NULL, 'a finish time that is not a date');
+SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome() || '{"finished_at": "2030-01-01 10:01 Mars/Base"}'),
+                 'EM044', NULL, 'a finish time in an unknown time zone');
+SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome() || '{"finished_at": "2030-01-01 10:01+99"}'),
+                 'EM044', NULL, 'a finish time with an impossible offset');
 SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome('completed', '[]', NULL, '2030-01-01 09:59+00')),
                  'EM044', NULL, 'a run that finished before it started');
 SELECT throws_ok(pg_temp.submit_sql(:r, :'t', pg_temp.outcome('failed')), 'EM044', NULL,
