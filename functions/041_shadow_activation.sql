@@ -28,13 +28,15 @@ BEGIN
 
     -- One cursor per generation of each thread that has none yet. Only threads without any
     -- cursor are initialized: a thread initialized before keeps its baselines, and a generation
-    -- it starts later has no cursor and is read from its own start.
+    -- it starts later has no cursor and is read from its own start. Only digestion at or below the
+    -- watermark is inherited: on a later call, a thread born after activation would otherwise take
+    -- the steward's current position and shadow would skip rows it never read (invariant 5).
     WITH todo AS (
         SELECT
             t.id,
             EXISTS (
                 SELECT 1 FROM ember.messages AS m
-                WHERE m.thread_id = t.id AND m.episode_id IS NOT NULL
+                WHERE m.thread_id = t.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
             ) AS digested
         FROM ember.threads AS t
         WHERE NOT ember.shadow_excluded(t.id)
@@ -49,7 +51,7 @@ BEGIN
             coalesce(CASE
                 WHEN todo.digested THEN (
                     SELECT max(m.seq) FROM ember.messages AS m
-                    WHERE m.generation_id = g.id AND m.episode_id IS NOT NULL
+                    WHERE m.generation_id = g.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
                 )
                 ELSE (
                     SELECT max(m.seq) FROM ember.messages AS m

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(21);
+SELECT plan(23);
 
 SELECT ember.create_thread('main', 'main');
 SELECT ember.create_thread('a', 'side');
@@ -77,6 +77,16 @@ SELECT is(ember.shadow_read_position('b', pg_temp.gen('b', 1)), pg_temp.seq('b o
           'the read position does not follow the steward');
 SELECT is(ember.shadow_read_position('late', pg_temp.gen('late', 1)), 0::bigint,
           'a thread created after activation is read from its start');
+SELECT ember.create_thread('later', 'task');
+SELECT ember.append_message('later', 'user', 'later row 1');
+SELECT ember.append_message('later', 'assistant', 'later row 2');
+UPDATE ember.messages SET episode_id = '00000000-0000-0000-0000-000000000004' WHERE content = 'later row 1';
+SELECT ember.shadow_activate('2026-03-01 09:00+00');
+SELECT is(ember.shadow_read_position('later', pg_temp.gen('later', 1)), 0::bigint,
+          'a thread born after activation and digested by the steward is still read from its start, '
+          || 'even after activating again');
+SELECT is((SELECT initialization FROM ember.shadow_cursors WHERE thread_id = 'later'), 'enabled',
+          'its cursor never inherits digestion that happened after the watermark');
 
 SELECT ember.start_generation('b');
 SELECT ember.append_message('b', 'user', 'b third');
