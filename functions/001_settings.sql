@@ -25,3 +25,20 @@ CREATE OR REPLACE FUNCTION ember.setting_int(p_key text)
 RETURNS integer
 LANGUAGE sql STABLE
 AS $$ SELECT (ember.setting(p_key) #>> '{}')::integer $$;
+
+-- Time is a parameter (design.md invariant 10): every time-dependent function takes p_now and
+-- passes it here first. A NULL "now" is a caller's bug: left alone it would surface as a raw
+-- not-null violation on some column, or worse pass silently (every comparison with NULL is
+-- unknown, so tick() would drop every prefix as expired). Refused by name instead.
+CREATE OR REPLACE FUNCTION ember.require_now(p_now timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_now IS NULL THEN
+        RAISE EXCEPTION 'the time ("p_now") must not be null'
+            USING ERRCODE = 'EM012', HINT = 'omit it for clock_timestamp(), or pass a time';
+    END IF;
+    RETURN p_now;
+END;
+$$;

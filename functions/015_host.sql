@@ -47,6 +47,7 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF p_id IS NULL OR btrim(p_id) = '' THEN
         RAISE EXCEPTION 'a thread id must be a non-empty string' USING ERRCODE = 'EM012';
     END IF;
@@ -100,7 +101,7 @@ RETURNS uuid
 LANGUAGE sql
 AS $$
     INSERT INTO ember.generations (thread_id, ordinal, started_at)
-    SELECT p_thread, coalesce(max(ordinal), 0) + 1, p_now
+    SELECT p_thread, coalesce(max(ordinal), 0) + 1, ember.require_now(p_now)
     FROM ember.generations WHERE thread_id = p_thread
     RETURNING id
 $$;
@@ -134,6 +135,7 @@ DECLARE
     t ember.threads;
     g uuid;
 BEGIN
+    PERFORM ember.require_now(p_now);
     t := ember.lock_thread(p_thread);
     IF t.status = 'archived' THEN
         RAISE EXCEPTION 'thread "%" is archived: it takes no new generation', p_thread
@@ -169,6 +171,7 @@ DECLARE
     v_author text;
     v_id bigint;
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF p_role IS NULL OR p_role NOT IN ('user', 'assistant', 'tool_result', 'event') THEN
         RAISE EXCEPTION 'thread "%": unknown role "%"', p_thread, p_role
             USING ERRCODE = 'EM003', HINT = 'roles: user, assistant, tool_result, event';
@@ -236,6 +239,7 @@ AS $$
 DECLARE
     t ember.threads;
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF p_status IS NULL OR p_status NOT IN ('active', 'ended', 'archived') THEN
         RAISE EXCEPTION 'thread "%": unknown status "%"', p_thread, p_status
             USING ERRCODE = 'EM005', HINT = 'statuses: active, ended, archived';

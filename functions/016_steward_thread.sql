@@ -9,6 +9,7 @@ AS $$
 DECLARE
     m ember.threads;
 BEGIN
+    PERFORM ember.require_now(p_now);
     -- Serialize concurrent bootstraps: the second caller waits, then finds the thread.
     PERFORM pg_advisory_xact_lock(hashtext('ember.steward_thread'));
     IF EXISTS (SELECT 1 FROM ember.threads WHERE kind = 'steward') THEN

@@ -95,6 +95,7 @@ DECLARE
     v_new bigint[] := '{}';
     v_id bigint;
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
     END IF;

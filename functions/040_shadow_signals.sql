@@ -40,7 +40,7 @@ RETURNS boolean
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM ember.shadow_ready(p_now, p_thread) AS r WHERE r.model IS NOT NULL) THEN
+    IF EXISTS (SELECT 1 FROM ember.shadow_ready(ember.require_now(p_now), p_thread) AS r WHERE r.model IS NOT NULL) THEN
         PERFORM pg_notify('ember_wake', '');
         RETURN true;
     END IF;
@@ -68,6 +68,7 @@ DECLARE
     v_busy boolean;
     v_drained integer;
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF p_reason IS NULL OR NOT ember.shadow_reason_known(p_reason) THEN
         RAISE EXCEPTION 'thread "%": unknown shadow reason "%"', p_thread, p_reason
             USING ERRCODE = 'EM030',
@@ -146,6 +147,7 @@ AS $$
 DECLARE
     v_request json;
 BEGIN
+    PERFORM ember.require_now(p_now);
     PERFORM ember.lock_thread(p_thread);
     IF ember.shadow_excluded(p_thread) THEN
         RETURN false;
@@ -207,6 +209,7 @@ RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
+    PERFORM ember.require_now(p_now);
     PERFORM ember.lock_thread(p_thread);
     IF ember.shadow_excluded(p_thread) THEN
         RETURN;

@@ -17,6 +17,7 @@ DECLARE
     v_created integer;
     v_steward integer;
 BEGIN
+    PERFORM ember.require_now(p_now);
     -- Two concurrent activations would both see "no cursor yet"; the second one waits here and then
     -- finds the first one's cursors. The watermark row itself is guarded by its singleton key.
     PERFORM pg_advisory_xact_lock(hashtext('ember.shadow_activate'));

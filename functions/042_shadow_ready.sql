@@ -79,6 +79,7 @@ LANGUAGE plpgsql STABLE
 AS $$
 #variable_conflict use_column
 BEGIN
+    PERFORM ember.require_now(p_now);
     RETURN QUERY
     WITH cand AS (
         SELECT t.id AS tid

@@ -35,6 +35,7 @@ DECLARE
     v_run ember.shadow_runs;
     v_plan jsonb;
 BEGIN
+    PERFORM ember.require_now(p_now);
     IF p_worker IS NULL OR btrim(p_worker) = '' THEN
         RAISE EXCEPTION 'a claim needs a worker name' USING ERRCODE = 'EM033';
     END IF;

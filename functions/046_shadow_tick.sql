@@ -58,6 +58,7 @@ DECLARE
     v_ready integer;
     rec record;
 BEGIN
+    PERFORM ember.require_now(p_now);
     -- Two ticks at once would each offer the same threads; the second waits and finds the offers.
     PERFORM pg_advisory_xact_lock(hashtext('ember.tick'));
 
