@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(17);
+SELECT plan(23);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -61,6 +61,22 @@ UPDATE ember.models SET tags = '{health,finance,health}' WHERE id = 'light-plain
 SELECT is((SELECT tags FROM ember.models WHERE id = 'light-plain'), '{finance,health}'::text[],
           'tags are kept sorted and de-duplicated');
 SELECT is(ember.route_model('light', '{health}'), 'light-plain', 'a newly tagged model routes at once');
+
+-- A pin never downgrades either: a thread's model must be tagged for what the thread carries.
+SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'light-health');
+SELECT ember.append_message('main', 'event', 'doc: knee surgery', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT throws_ok($$SELECT ember.set_thread_model('main', 'claude-haiku-4-5')$$, 'EM022', NULL,
+                 'a labelled main is not switched to a model untagged for its labels');
+SELECT throws_ok($$SELECT ember.set_thread_model('main', NULL)$$, 'EM022', NULL,
+                 'nor unpinned, since no pin proves no tags');
+SELECT is((SELECT model FROM ember.threads WHERE id = 'main'), 'light-health', 'the refused switch changes nothing');
+SELECT throws_ok($$SELECT ember.set_thread_model('doc', 'claude-haiku-4-5')$$, 'EM022', NULL,
+                 'a category thread is not pinned to a model untagged for its category');
+SELECT lives_ok($$SELECT ember.set_thread_model('main', 'light-health-too')$$,
+                'switching to another tagged model is fine');
+SELECT ember.start_generation('main');
+SELECT lives_ok($$SELECT ember.set_thread_model('main', 'claude-haiku-4-5')$$,
+                'and a fresh generation, carrying nothing, may take any model');
 
 SELECT * FROM finish();
 ROLLBACK;
