@@ -22,6 +22,29 @@ BEGIN
             USING ERRCODE = 'EM010', HINT = 'define them first with ember.define_category()';
     END IF;
     new.tags := ember.label_set(new.tags);
+    -- Removing a tag must not downgrade what already relies on it: a thread pinned to the model
+    -- that carries the label now (set_thread_model refuses the same downgrade from the thread's
+    -- side), or a shadow run planned on the model for a generation that carries it.
+    IF tg_op = 'UPDATE' THEN
+        v_unknown := ARRAY(
+            SELECT DISTINCT l
+            FROM ember.threads AS t
+            CROSS JOIN LATERAL unnest(ember.thread_call_labels(t.id)) AS l
+            WHERE t.model = new.id AND NOT l = ANY(new.tags)
+            UNION
+            SELECT l
+            FROM ember.shadow_runs AS r
+            CROSS JOIN LATERAL unnest(ember.generation_labels(r.generation_id)) AS l
+            WHERE r.model = new.id AND r.status = 'running' AND NOT l = ANY(new.tags)
+            ORDER BY 1
+        );
+        IF cardinality(v_unknown) > 0 THEN
+            RAISE EXCEPTION 'category_model: model "%" cannot drop tags %: pinned threads or running shadow runs carry them',
+                new.id, v_unknown
+                USING ERRCODE = 'EM022',
+                      HINT = 'repin those threads (or let the runs finish) first';
+        END IF;
+    END IF;
     RETURN new;
 END;
 $$;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(23);
+SELECT plan(27);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -77,6 +77,20 @@ SELECT lives_ok($$SELECT ember.set_thread_model('main', 'light-health-too')$$,
 SELECT ember.start_generation('main');
 SELECT lives_ok($$SELECT ember.set_thread_model('main', 'claude-haiku-4-5')$$,
                 'and a fresh generation, carrying nothing, may take any model');
+
+-- Nor does untagging a model downgrade the threads pinned to it, or a shadow run planned on it.
+SELECT ember.create_thread('clinic', 'side', 'Clinic', 'health', 'open', 'light-health-too');
+SELECT throws_ok($$UPDATE ember.models SET tags = '{}' WHERE id = 'light-health-too'$$, 'EM022', NULL,
+                 'a tag a pinned thread carries is not removed from its model');
+SELECT is((SELECT tags FROM ember.models WHERE id = 'light-health-too'), '{finance,health}'::text[], 'and stays');
+INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, from_seq, through_seq, started_at, worker,
+                               lease_token, lease_expires_at)
+VALUES ('doc', ember.latest_generation('doc'), 'cold', 'light-health', 0, 0, now(), 'w', gen_random_uuid(),
+        now() + interval '5 minutes');
+SELECT throws_ok($$UPDATE ember.models SET tags = '{finance}' WHERE id = 'light-health'$$, 'EM022', NULL,
+                 'nor a tag a running shadow run''s generation carries');
+SELECT lives_ok($$UPDATE ember.models SET tags = '{health,finance}' WHERE id = 'light-health'$$,
+                'adding a tag is always fine');
 
 SELECT * FROM finish();
 ROLLBACK;

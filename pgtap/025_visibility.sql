@@ -82,6 +82,8 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread('plain', 'main')$$, 'EM028', 
 -- A carrier's older generations may be wider than its current one: rows are checked too.
 SELECT ember.start_generation('main');
 SELECT ember.append_message('main', 'user', 'new day');
+-- The steward's model may lose the tag only once the steward's context no longer carries it.
+SELECT ember.start_generation('memory-steward');
 UPDATE ember.models SET tags = '{}' WHERE id = 'claude-haiku-4-5';
 SELECT ok(ember.thread_visible('memory-steward', 'main'),
           'a fresh generation of main is visible to an untagged steward');
