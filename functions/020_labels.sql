@@ -188,9 +188,9 @@ CREATE OR REPLACE TRIGGER generation_sources_no_truncate
 BEFORE TRUNCATE ON ember.generation_sources
 FOR EACH STATEMENT EXECUTE FUNCTION ember.generation_sources_append_only();
 
--- A thread's category may be set once and never changed or removed: labels are joined from it
--- (ember.generation_labels), so changing it would take a label away from every generation and
--- route that had it.
+-- A thread's category may be set once, before it has rows, and never changed or removed: labels
+-- are joined from it (ember.generation_labels), so changing it would take a label away from
+-- every generation and route that had it.
 CREATE OR REPLACE FUNCTION ember.threads_category_fixed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -201,6 +201,16 @@ BEGIN
             old.id, old.category, coalesce('"' || new.category || '"', 'none')
             USING ERRCODE = 'EM021',
                   HINT = 'labels never shrink; put other content in a new thread';
+    END IF;
+    -- Categorising a thread that already has rows would label content after it was stamped and
+    -- copied, forwarded or read under the old labels; restamping every row and carrier that ever
+    -- saw it is not something a trigger can do honestly. So a category is decided up front.
+    IF old.category IS NULL AND new.category IS NOT NULL
+       AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.thread_id = old.id) THEN
+        RAISE EXCEPTION 'thread "%" already has rows: it cannot be categorised "%" afterwards',
+            old.id, new.category
+            USING ERRCODE = 'EM021',
+                  HINT = 'set the category when the thread is created, or start a new thread';
     END IF;
     RETURN new;
 END;

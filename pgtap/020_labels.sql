@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(42);
+SELECT plan(43);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -75,9 +75,12 @@ SELECT throws_ok($$UPDATE ember.threads SET category = 'finance' WHERE id = 'doc
                  'a thread''s category cannot be changed');
 SELECT throws_ok($$UPDATE ember.threads SET category = NULL WHERE id = 'doc'$$,
                  'EM021', NULL, 'a thread''s category cannot be removed');
-UPDATE ember.threads SET category = 'travel' WHERE id = 'chat';
-SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health,travel}'::text[],
-          'categorising a thread late labels every generation that already read it');
+SELECT throws_ok($$UPDATE ember.threads SET category = 'travel' WHERE id = 'chat'$$,
+                 'EM021', 'thread "chat" already has rows: it cannot be categorised "travel" afterwards',
+                 'a thread with rows cannot be categorised afterwards (its old stamps would not carry it)');
+SELECT ember.create_thread('empty', 'side');
+SELECT lives_ok($$UPDATE ember.threads SET category = 'travel' WHERE id = 'empty'$$,
+                'a thread without rows may still be given a category');
 
 -- A new generation starts empty; the old one keeps its labels.
 SELECT ember.start_generation('main');
@@ -87,7 +90,7 @@ SELECT ember.append_message('main', 'user', 'fresh start');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'fresh start'), '{}'::text[],
           'and its rows carry none');
 SELECT is(ember.generation_labels((SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1)),
-          '{finance,health,travel}'::text[], 'the ended generation keeps its labels');
+          '{finance,health}'::text[], 'the ended generation keeps its labels');
 SELECT throws_ok($$SELECT ember.generation_labels('00000000-0000-0000-0000-000000000000')$$,
                  'EM020', 'unknown generation "00000000-0000-0000-0000-000000000000"',
                  'labels of an unknown generation are a named error');
@@ -101,7 +104,7 @@ SELECT is((SELECT categories FROM ember.messages WHERE content = 'noted the knee
           'the steward''s next row carries that label');
 SELECT is(ember.report_read_generations(ember.latest_generation('memory-steward'),
                                         ARRAY[(SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1)]),
-          '{finance,health,travel}'::text[],
+          '{finance,health}'::text[],
           'reading a generation of main carries everything that generation had read');
 SELECT is((SELECT source_generation FROM ember.generation_sources
            WHERE thread_id = 'memory-steward' AND source_thread = 'bank'),
@@ -121,13 +124,13 @@ SELECT throws_ok($$SELECT ember.report_read_generations('00000000-0000-0000-0000
                  'EM020', NULL, 'reporting for an unknown generation is a named error');
 
 -- A row from one carrier into another carries everything the sender had read.
-UPDATE ember.models SET tags = '{finance,health,travel}' WHERE id = 'claude-opus-4-8';
+UPDATE ember.models SET tags = '{finance,health}' WHERE id = 'claude-opus-4-8';
 SELECT ember.set_thread_model('main', 'claude-opus-4-8');
 SELECT ember.append_message('main', 'event', 'steward: digest done', NULL, NULL, NULL, NULL, NULL,
                             'memory-steward');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'steward: digest done'),
-          '{finance,health,travel}'::text[], 'a row from a carrier carries the sender''s labels');
-SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health,travel}'::text[],
+          '{finance,health}'::text[], 'a row from a carrier carries the sender''s labels');
+SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health}'::text[],
           'and the receiving generation records the sender''s sources');
 
 -- The shadow label source: what a call from a thread carries now.
