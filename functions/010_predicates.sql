@@ -30,3 +30,20 @@ AS $$
         false
     )
 $$;
+
+-- A thread's kind never changes: the predicates above read it, and main turning into a side
+-- thread would stop being a label carrier halfway through a generation.
+CREATE OR REPLACE FUNCTION ember.threads_kind_fixed()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION 'thread "%": kind "%" cannot be changed (to "%")', old.id, old.kind, new.kind
+        USING ERRCODE = 'EM002', HINT = 'create a new thread of the kind you need';
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_kind_fixed
+BEFORE UPDATE OF kind ON ember.threads
+FOR EACH ROW WHEN (old.kind IS DISTINCT FROM new.kind)
+EXECUTE FUNCTION ember.threads_kind_fixed();

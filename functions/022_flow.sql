@@ -117,6 +117,9 @@ BEGIN
         RAISE EXCEPTION 'copy from "%": no such messages in that thread: %', p_from, v_missing
             USING ERRCODE = 'EM026';
     END IF;
+    IF cardinality(p_ids) = 0 THEN
+        RETURN '{}';  -- nothing copied: nothing to record as a carrier's source either
+    END IF;
     IF ember.is_steward_thread(p_from) OR ember.is_steward_thread(p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": the memory steward''s record is never copied, forked or quoted',
             p_from, p_to

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(10);
+SELECT plan(12);
 
 SELECT ember.define_category('health');
 SELECT ember.create_thread('main', 'main');
@@ -17,6 +17,11 @@ SELECT ok(ember.is_isolated('vault'), 'a sealed thread is isolated');
 SELECT ok(NOT ember.is_isolated('s1'), 'an open thread is not isolated');
 SELECT ok(NOT ember.is_isolated('memory-steward'), 'the steward thread is open');
 SELECT ok(NOT ember.is_isolated('nope'), 'an unknown thread is not isolated');
+
+SELECT throws_ok($$UPDATE ember.threads SET kind = 'side' WHERE id = 'main'$$, 'EM002',
+                 'thread "main": kind "main" cannot be changed (to "side")',
+                 'a thread''s kind never changes, so main never stops carrying labels');
+SELECT ok(ember.is_label_carrier('main'), 'main still carries labels');
 
 SELECT * FROM finish();
 ROLLBACK;

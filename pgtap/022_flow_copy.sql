@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(48);
+SELECT plan(50);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -167,6 +167,11 @@ SELECT ember.start_generation('main');
 SELECT is(ember.check_carrier_flow('main', 'plain'), '{}'::text[], 'once main starts afresh it may send to plain');
 SELECT throws_ok(format($$SELECT ember.copy_messages('tagged', ARRAY[%s], 'plain')$$, :sent_id), 'EM024', NULL,
                  'but the labelled row it sent earlier is still not copied on into an untagged thread');
+
+SELECT ember.create_thread('fin', 'side', 'Money', 'finance');
+SELECT is(ember.copy_messages('fin', '{}', 'main'), '{}'::bigint [], 'an empty copy copies nothing');
+SELECT ok(NOT EXISTS (SELECT 1 FROM ember.generation_sources WHERE source_thread = 'fin'),
+          'and records no source in the carrier: nothing was read');
 
 SELECT * FROM finish();
 ROLLBACK;
