@@ -18,6 +18,9 @@ from psycopg import sql
 from ember.config import database_url, with_database
 from ember.devsetup import drop_database, fresh_database
 
+# The simulator's fixtures (sim, sim_client, sim_clock, ...) live beside their helpers.
+pytest_plugins = ("simfixtures",)
+
 ROOT = Path(__file__).resolve().parents[1]
 _counter = itertools.count()
 

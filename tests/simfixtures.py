@@ -1,8 +1,7 @@
 """Shared helpers for the simulator tests: a tiny model table, request builders, fixtures.
 
-A test module gets the fixtures ``sim_clock``, ``shared_sim``, ``sim``, ``shared_client``
-and ``sim_client`` by importing the underscore-named functions that define them; imported
-into the module, they take precedence over any conftest fixture of the same name.
+The fixtures ``sim_clock``, ``shared_sim``, ``sim``, ``shared_client`` and ``sim_client`` are
+registered for every test module by ``pytest_plugins`` in conftest.py.
 
 The tiny table keeps payloads small (a minimum cacheable length of 32 estimated
 tokens is 128 characters) and uses names the SDK does not warn about.

@@ -12,18 +12,13 @@ import pytest
 
 from ember.sim import ManualClock, SimServer
 from ember.tokens import canonical_json, estimate_tokens
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     CC,
     CC_1H,
     LAST_TURN,
     MIN,
     OTHER,
     STANDARD,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
     conversation,
     text,
     tokens_of,

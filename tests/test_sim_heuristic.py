@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 
 from ember.sim import SimServer
 from ember.sim.responders import parse_rows, propose_facts
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     STANDARD,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
 )
 
 HEURISTIC = {"x-ember-sim-responder": "heuristic"}

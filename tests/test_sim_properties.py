@@ -15,16 +15,11 @@ from hypothesis import strategies as st
 
 from ember.sim import ManualClock, SimServer
 from ember.tokens import estimate_tokens
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     CC,
     CC_1H,
     STANDARD,
     TINY_MODELS,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
     usage_of,
 )
 

@@ -13,14 +13,9 @@ import pydantic
 import pytest
 
 from ember.sim import Fault, Reply, Scripted, SimRequest, SimServer, Truncated
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     CC,
     STANDARD,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
     conversation,
 )
 

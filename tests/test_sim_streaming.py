@@ -8,14 +8,9 @@ from typing import Any
 import anthropic
 
 from ember.sim import SimServer
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     CC,
     STANDARD,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
     conversation,
 )
 

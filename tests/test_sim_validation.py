@@ -9,15 +9,10 @@ import anthropic
 import pytest
 
 from ember.sim import SimServer
-from simfixtures import (  # noqa: F401
+from simfixtures import (
     CC,
     CC_1H,
     STANDARD,
-    _shared_client,
-    _shared_sim,
-    _sim,
-    _sim_client,
-    _sim_clock,
     raw_post,
     text,
     words,
