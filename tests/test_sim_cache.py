@@ -385,3 +385,16 @@ def test_usage_always_adds_up_to_count_tokens(sim_client: anthropic.Anthropic) -
     counted = sim_client.messages.count_tokens(model=STANDARD, **body).input_tokens
     for _ in range(2):
         assert usage_of(create(sim_client, max_tokens=2000, **body))[4] == counted
+
+
+def test_rewriting_an_expired_one_hour_entry_with_a_five_minute_marker_lives_five_minutes(
+    sim_client: anthropic.Anthropic, sim_clock: ManualClock
+) -> None:
+    messages = conversation(1)
+    assert usage_of(create(sim_client, messages=messages, cache_control=CC_1H)) == (0, 0, 40, 0, 40)
+    sim_clock.advance(3600)  # the 1h entry is gone
+    assert usage_of(create(sim_client, messages=messages, cache_control=CC)) == (0, 40, 0, 0, 40)
+    sim_clock.advance(299)
+    assert usage_of(create(sim_client, messages=messages, cache_control=CC))[0] == 40
+    sim_clock.advance(300)  # 5 minutes after that read: the new entry lives 5m, not 1h
+    assert usage_of(create(sim_client, messages=messages, cache_control=CC)) == (0, 40, 0, 0, 40)

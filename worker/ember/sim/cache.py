@@ -312,9 +312,12 @@ class CacheStore:
             for w in plan.writes:
                 expires = plan.started_at + w.ttl
                 entry = self._entries.get(w.key)
-                if entry is None:
+                if entry is None or entry.expires_at <= plan.started_at:
+                    # A new entry, or one that had expired when this request started:
+                    # nothing of the old one (its TTL above all) carries over.
                     self._entries[w.key] = Entry(w.ttl, expires, response_started_at, w.tokens)
                     continue
+                # Written concurrently by requests that could not yet see each other.
                 entry.ttl = max(entry.ttl, w.ttl)
                 entry.expires_at = max(entry.expires_at, expires)
                 entry.visible_at = min(entry.visible_at, response_started_at)
