@@ -289,3 +289,13 @@ def test_a_thinking_budget_must_fit_under_max_tokens(sim_client: anthropic.Anthr
             messages=[user(text(words("x", 10)))],
             thinking={"type": "enabled", "budget_tokens": 1024},
         )
+
+
+def test_a_null_cache_control_is_no_marker(sim_client: anthropic.Anthropic, sim: SimServer) -> None:
+    # The API types every cache_control as optional: null is accepted and marks nothing.
+    tool = {**TOOL, "cache_control": None}
+    messages = [user(text(words("x", 40)) | {"cache_control": None}, text(words("y", 40), CC))]
+    sim_client.messages.create(model=STANDARD, max_tokens=10, tools=[tool], messages=messages)
+    assert sim.requests[-1].body["messages"][0]["content"][0]["cache_control"] is None
+    [marked] = sim.requests[-1].cache["breakpoints"]
+    assert marked["where"] == "messages.0.content.1"

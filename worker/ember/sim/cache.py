@@ -116,11 +116,12 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
 
 
 def _explicit_ttl(block: dict[str, Any], where: str) -> str | None:
-    if "cache_control" in block:
+    # "cache_control": null is no marker, as the API types every marker as optional.
+    if block.get("cache_control") is not None:
         return marker_ttl(block["cache_control"], where)
     if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
         for part in block["content"]:
-            if isinstance(part, dict) and "cache_control" in part:
+            if isinstance(part, dict) and part.get("cache_control") is not None:
                 return marker_ttl(part["cache_control"], where)
     return None
 

@@ -156,26 +156,29 @@ def _check_thinking(thinking: Any, max_tokens: Any) -> None:
 
 
 def _marked_blocks(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Every block that carries cache_control, in prompt order (tools, system, messages)."""
+    """Every block that carries cache_control, in prompt order (tools, system, messages).
+
+    ``"cache_control": null`` is no marker: the API types every marker as optional.
+    """
     for j, tool in enumerate(body.get("tools") or []):
-        if "cache_control" in tool:
+        if tool.get("cache_control") is not None:
             yield f"tools.{j}", tool
     system = body.get("system")
     if isinstance(system, list):
         for j, block in enumerate(system):
-            if "cache_control" in block:
+            if block.get("cache_control") is not None:
                 yield f"system.{j}", block
     for i, message in enumerate(body["messages"]):
         content = message["content"]
         if not isinstance(content, list):
             continue
         for j, block in enumerate(content):
-            if "cache_control" in block:
+            if block.get("cache_control") is not None:
                 yield f"messages.{i}.content.{j}", block
             nested = block.get("content") if block["type"] == "tool_result" else None
             if isinstance(nested, list):
                 for k, part in enumerate(nested):
-                    if "cache_control" in part:
+                    if part.get("cache_control") is not None:
                         yield f"messages.{i}.content.{j}.content.{k}", part
 
 
