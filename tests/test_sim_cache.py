@@ -398,3 +398,37 @@ def test_rewriting_an_expired_one_hour_entry_with_a_five_minute_marker_lives_fiv
     assert usage_of(create(sim_client, messages=messages, cache_control=CC))[0] == 40
     sim_clock.advance(300)  # 5 minutes after that read: the new entry lives 5m, not 1h
     assert usage_of(create(sim_client, messages=messages, cache_control=CC)) == (0, 40, 0, 0, 40)
+
+
+def test_a_cache_control_key_inside_tool_input_or_schema_is_content_not_a_marker(
+    sim_client: anthropic.Anthropic,
+) -> None:
+    def messages(value: str) -> list[dict[str, Any]]:
+        tool_input = {"url": "https://example.com", "cache_control": value}
+        return [
+            {"role": "user", "content": [text(words("question", 40), CC)]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": tool_input}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "done"}],
+            },
+        ]
+
+    first = usage_of(create(sim_client, messages=messages("no-store"), cache_control=CC))
+    assert (
+        usage_of(create(sim_client, messages=messages("no-store"), cache_control=CC))[0] == first[4]
+    )
+    changed = usage_of(create(sim_client, messages=messages("max-age=60"), cache_control=CC))
+    assert changed[0] == 40  # only the first message is unchanged
+
+    schema = {"type": "object", "properties": {"cache_control": {"type": "string"}}}
+    tool = {"name": "fetch", "input_schema": schema}
+    counted = sim_client.messages.count_tokens(
+        model=STANDARD, tools=[tool], messages=[{"role": "user", "content": "x"}]
+    )
+    assert counted.input_tokens == estimate_tokens(canonical_json(tool)) + 1

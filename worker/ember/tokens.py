@@ -39,16 +39,25 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def strip_cache_control(value: Any) -> Any:
-    """A copy of ``value`` with every ``cache_control`` key removed, key order kept.
+def strip_cache_control(block: Any) -> Any:
+    """A copy of a block (or tool definition) without its cache markers, key order kept.
 
     Markers never count as content: moving one must not change a prefix or its length.
+    A marker sits on the block itself or, in a ``tool_result``, on one of its content
+    blocks. Anywhere else (a tool's ``input_schema``, a ``tool_use`` input) a key named
+    ``cache_control`` is content like any other and stays.
     """
-    if isinstance(value, Mapping):
-        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [strip_cache_control(v) for v in value]
-    return value
+    if not isinstance(block, Mapping):
+        return block
+    copy = {k: v for k, v in block.items() if k != "cache_control"}
+    if copy.get("type") == "tool_result" and isinstance(copy.get("content"), list):
+        copy["content"] = [
+            {k: v for k, v in part.items() if k != "cache_control"}
+            if isinstance(part, Mapping)
+            else part
+            for part in copy["content"]
+        ]
+    return copy
 
 
 def canonical_json(value: Any) -> str:
