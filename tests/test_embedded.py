@@ -85,6 +85,8 @@ def test_a_port_in_use_is_a_clear_error(server: EmbeddedServer) -> None:
     port = server.port
     server.stop()
     with socket.socket() as blocker:
+        # The stopped server's closed connections may leave the port in TIME_WAIT.
+        blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         blocker.bind(("127.0.0.1", port))
         blocker.listen()
         with pytest.raises(EmbeddedError, match=rf"port {port} .* is in use"):
