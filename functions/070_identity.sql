@@ -139,7 +139,7 @@ BEGIN
         v_error := NULL;
         IF jsonb_typeof(v_value) = 'string' THEN
             v_text := v_value #>> '{}';
-            IF btrim(v_text) = '' THEN
+            IF v_text !~ '\S' THEN
                 v_error := 'the document is empty';
             END IF;
         ELSIF jsonb_typeof(v_value) = 'object' AND jsonb_typeof(v_value -> 'error') = 'string'

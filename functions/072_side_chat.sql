@@ -129,13 +129,14 @@ BEGIN
         'main', v_main, p_tool_call_id, p_now
     );
     v_result := format(
-        'Sent %s to side chat "%s" (action for call %s): %s. %s',
+        'Sent %s to side chat "%s" (call %s). %s Message: "%s"',
         CASE p_intent WHEN 'nudge' THEN 'a nudge' WHEN 'correct' THEN 'a correction' ELSE 'a stop' END,
-        p_thread, p_tool_call_id, p_message,
+        p_thread, p_tool_call_id,
         CASE WHEN ember.thread_turn_running(p_thread)
-            THEN 'The chat is running: it takes this in at its next safe point, as from Main, not from the user.'
-            ELSE 'The chat is idle: it takes this in at the start of its next turn, as from Main, not from the user.'
-        END
+            THEN 'It is running: it takes this in at its next safe point, as from Main, not from the user.'
+            ELSE 'It is idle: it takes this in when its next turn starts, as from Main, not from the user.'
+        END,
+        p_message
     );
     INSERT INTO ember.main_actions (
         thread_id, main_thread, tool_call_id, intent, message, event_id, result, created_at
