@@ -28,3 +28,31 @@ RECORD_MIGRATION: LiteralString = (
 )
 
 DATABASE_EXISTS: LiteralString = "SELECT 1 FROM pg_database WHERE datname = %s"
+
+# --- control plane (functions/070_identity.sql, 071_events.sql, 072_side_chat.sql) ---
+
+TURN_IDENTITY: LiteralString = "SELECT ember.turn_identity(%s, %s::jsonb)"
+
+IDENTITY_FILES: LiteralString = "SELECT ember.identity_files(kind) FROM ember.threads WHERE id = %s"
+
+THREAD_TOOLS: LiteralString = "SELECT name, availability, file_tool FROM ember.thread_tools(%s)"
+
+TOOL_REGISTRY: LiteralString = """
+SELECT name, kinds, availability, file_tool, offered_isolated, description
+FROM ember.tools ORDER BY position
+"""
+
+REGISTER_TOOL: LiteralString = "SELECT ember.register_tool(%s, %s, %s, %s, %s, %s)"
+
+SIDE_CHAT_MESSAGE: LiteralString = "SELECT ember.side_chat_message(%s, %s, %s, %s)"
+
+SIDE_CHAT_INSPECT: LiteralString = "SELECT ember.side_chat_inspect(%s)"
+
+REPORT_PROGRESS: LiteralString = "SELECT ember.report_progress(%s, %s, %s)"
+
+QUEUE_EVENT: LiteralString = "SELECT ember.queue_event(%s, %s, %s, %s, %s)"
+
+DELIVERABLE_EVENTS: LiteralString = """
+SELECT event_id, message_id, source, kind, from_thread, author, content, created_at
+FROM ember.deliverable_events(%s, %s)
+"""
