@@ -21,26 +21,26 @@ SELECT is((SELECT files FROM surface WHERE thread = 'main'), ARRAY['prompts/syst
 SELECT ok((SELECT tools FROM surface WHERE thread = 'main')
           @> ARRAY['progress_board', 'watch_thread', 'side_chat_message', 'side_chat_inspect'],
           'main: progress_board, watch_thread, side_chat_message, side_chat_inspect');
+CREATE TEMP TABLE steward_only AS SELECT ARRAY(SELECT name FROM ember.tools WHERE kinds = '{steward}' ORDER BY position) AS names;
 SELECT is((SELECT array_agg(x) FROM surface, unnest(tools) AS x
-           WHERE thread = 'main' AND (x LIKE 'steward\_%' OR x = 'report_progress')),
+           WHERE thread = 'main' AND (x IN (SELECT unnest(names) FROM steward_only) OR x = 'report_progress')),
           NULL, 'main: no steward tool and no report_progress');
 SELECT is((SELECT files FROM surface WHERE thread = 'memory-steward'), ARRAY['prompts/steward.md'],
           'steward: steward.md only');
 SELECT is((SELECT tools FROM surface WHERE thread = 'memory-steward'),
-          ARRAY(SELECT name FROM ember.tools WHERE name LIKE 'steward\_%' ORDER BY position),
-          'steward: every steward tool and nothing else');
-SELECT ok(cardinality((SELECT tools FROM surface WHERE thread = 'memory-steward')) >= 5,
-          'steward: write, merge, retire, search and finish');
+          ARRAY['write_fact', 'merge_facts', 'retire_fact', 'search_memory', 'finish'],
+          'steward: its five tools, in the order its model is given them, and nothing else');
+SELECT is((SELECT names FROM steward_only), ARRAY['write_fact', 'merge_facts', 'retire_fact', 'finish'],
+          'every tool but the shared search_memory is the steward''s alone');
 SELECT ok(NOT (SELECT tools FROM surface WHERE thread = 'memory-steward')
           && ARRAY['progress_board', 'side_chat_message', 'side_chat_inspect', 'report_progress'],
           'steward: no progress board, no side_chat tools, no report_progress');
 SELECT is((SELECT files FROM surface WHERE thread = 'side-a'), ARRAY['prompts/system.md'],
           'side chat: system.md');
-SELECT is((SELECT resident FROM surface WHERE thread = 'side-a'), ARRAY['report_progress', 'shadow_memory_propose'],
+SELECT ok((SELECT resident FROM surface WHERE thread = 'side-a') @> ARRAY['report_progress', 'shadow_memory_propose'],
           'side chat: report_progress and shadow_memory_propose, both resident');
 SELECT ok(NOT (SELECT tools FROM surface WHERE thread = 'side-a')
-          && ARRAY(SELECT name FROM ember.tools WHERE 'main' = ANY(kinds) AND NOT 'side' = ANY(kinds)
-                   OR 'steward' = ANY(kinds)),
+          && ARRAY(SELECT name FROM ember.tools WHERE kinds IN ('{main}', '{steward}')),
           'side chat: neither main''s tools nor the steward''s');
 SELECT is((SELECT tools FROM surface WHERE thread = 'task-a'), (SELECT tools FROM surface WHERE thread = 'side-a'),
           'a task thread has the side chat''s surface');

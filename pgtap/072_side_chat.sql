@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(51);
+SELECT plan(52);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
@@ -62,9 +62,8 @@ SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'plain', 'cancel', '
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'ghost', 'nudge', 'x')$$, 'EM001',
                  'unknown thread "ghost"', 'unknown thread');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'memory-steward', 'nudge', 'x')$$, 'EM027',
-                 'side_chat_message: "memory-steward" is the memory steward''s record: highest classification, '
-                 || 'not an empty conversation; use search_memory for memories',
-                 'the steward is not a side chat, with the honest reason');
+                 'side_chat_message: ' || ember.hidden_reason_unchecked('main', 'memory-steward'),
+                 'the steward is not a side chat, with the honest reason read_thread gives');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'main', 'nudge', 'x')$$, 'EM081', NULL,
                  'main does not message itself');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'vault', 'nudge', 'x')$$, 'EM028', NULL,
@@ -145,9 +144,10 @@ SELECT throws_ok($$SELECT ember.side_chat_inspect('tagged')$$, 'EM028', NULL,
 
 -- Who may be inspected.
 SELECT throws_ok($$SELECT ember.side_chat_inspect('memory-steward')$$, 'EM027',
-                 'side_chat_inspect: "memory-steward" is the memory steward''s record: highest classification, '
-                 || 'not an empty conversation; use search_memory for memories',
+                 'side_chat_inspect: ' || ember.hidden_reason_unchecked('main', 'memory-steward'),
                  'inspecting the steward gets the honest read error');
+SELECT ok(ember.hidden_reason_unchecked('main', 'memory-steward') LIKE '%not an empty conversation%',
+          'which says it is the steward''s record, not an empty conversation');
 SELECT throws_ok($$SELECT ember.side_chat_inspect('vault')$$, 'EM028',
                  'side_chat_inspect: "vault" is isolated: nothing automated reads or steers it',
                  'an isolated chat is never inspected');

@@ -28,13 +28,16 @@ CREATE TABLE ember.tools (
 
 -- The seed's table (main: the board, watching and the two side-chat tools; the steward: its own
 -- tools only; an ordinary side chat: report_progress and the shadow tool, both resident), plus
--- the base tools every agent thread shares. A host with other tools registers them.
+-- the base tools every agent thread but the steward shares. A host with other tools registers
+-- them. The steward's tools carry the names its model is given (worker/ember/tools.py:
+-- write_fact, merge_facts, retire_fact, search_memory, finish, in that order; the seed's
+-- steward_* prefix is the family, not the name); search_memory is one tool with one rule for
+-- every viewer, so main and the chats have it too, and the steward's surface is its own by kind.
 INSERT INTO ember.tools (name, position, kinds, availability, file_tool, offered_isolated, description) VALUES
 ('read_file', 10, '{main,side,task}', 'per-turn', FALSE, TRUE, 'read a file of the workspace'),
 ('write_file', 20, '{main,side,task}', 'per-turn', TRUE, TRUE, 'write a whole file of the workspace'),
 ('edit_file', 30, '{main,side,task}', 'per-turn', TRUE, TRUE, 'replace text in a file of the workspace'),
 ('shell', 40, '{main,side,task}', 'per-turn', FALSE, TRUE, 'run a shell command, in the background if long'),
-('search_memory', 50, '{main,side,task}', 'per-turn', FALSE, TRUE, 'search long-term memory'),
 ('read_thread', 60, '{main,side,task}', 'per-turn', FALSE, TRUE, 'read recent rows of another thread'),
 ('ask_user_question', 70, '{main,side,task}', 'per-turn', FALSE, TRUE, 'ask the person and wait for the answer'),
 ('progress_board', 100, '{main}', 'per-turn', FALSE, TRUE, 'the latest progress report of every side chat'),
@@ -46,11 +49,14 @@ INSERT INTO ember.tools (name, position, kinds, availability, file_tool, offered
     'shadow_memory_propose', 210, '{side,task}', 'resident', FALSE, FALSE,
     'propose facts worth remembering; accepted only in a shadow turn'
 ),
-('steward_write_fact', 300, '{steward}', 'resident', FALSE, TRUE, 'write a fact with its evidence'),
-('steward_merge_facts', 310, '{steward}', 'resident', FALSE, TRUE, 'replace facts by one merged fact'),
-('steward_retire_fact', 320, '{steward}', 'resident', FALSE, TRUE, 'retire a fact, with the reason'),
-('steward_search_memory', 330, '{steward}', 'resident', FALSE, TRUE, 'search the facts already written'),
-('steward_finish', 340, '{steward}', 'resident', FALSE, TRUE, 'mark what this wake digested');
+('write_fact', 300, '{steward}', 'resident', FALSE, TRUE, 'write a fact with its evidence'),
+('merge_facts', 310, '{steward}', 'resident', FALSE, TRUE, 'replace facts by one merged fact'),
+('retire_fact', 320, '{steward}', 'resident', FALSE, TRUE, 'retire a fact, with the reason'),
+(
+    'search_memory', 330, '{main,side,task,steward}', 'resident', FALSE, TRUE,
+    'search long-term memory: the facts the viewer''s model may read'
+),
+('finish', 340, '{steward}', 'resident', FALSE, TRUE, 'mark the rows this wake digested');
 
 -- Identity prompt documents. A hot document is re-read by the host every turn that uses it; the
 -- host passes what it read (or the failure) to turn_identity, which keeps the last good text and
