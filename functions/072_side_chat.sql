@@ -206,25 +206,27 @@ BEGIN
     ),
 
     calls AS (
-        SELECT u.row_id, u.seq, u.ord, u.call_id, u.name, u.created_at, res.id AS result_id,
-            res.tool_status, res.content AS result
-        FROM uses AS u
-        LEFT JOIN LATERAL (
-            SELECT r.id, r.tool_status, r.content FROM ember.messages AS r
-            WHERE r.thread_id = p_thread AND r.role = 'tool_result' AND r.tool_call_id = u.call_id
-            ORDER BY r.seq DESC LIMIT 1
-        ) AS res ON TRUE
+        SELECT u.row_id, u.seq, u.ord, u.call_id, u.name, u.created_at, FALSE AS result_only FROM uses AS u
         UNION ALL
-        SELECT r.id, r.seq, 0, r.tool_call_id, r.tool_name, r.created_at, r.id, r.tool_status, r.content
+        SELECT r.id, r.seq, 0, r.tool_call_id, r.tool_name, r.created_at, TRUE
         FROM ember.messages AS r
-        WHERE r.thread_id = p_thread AND r.role = 'tool_result'
-            AND (r.tool_call_id IS NULL OR NOT EXISTS (SELECT 1 FROM uses AS u WHERE u.call_id = r.tool_call_id))
+        LEFT JOIN uses AS u ON u.call_id = r.tool_call_id
+        WHERE r.thread_id = p_thread AND r.role = 'tool_result' AND u.call_id IS NULL
     ),
 
+    -- Only the calls shown look up their results.
     recent AS (
-        SELECT c.* FROM calls AS c
-        ORDER BY c.seq DESC, c.ord DESC
-        LIMIT ember.setting_int('inspect_tool_calls')
+        SELECT c.*, res.id AS result_id, res.tool_status, res.content AS result
+        FROM (SELECT * FROM calls ORDER BY seq DESC, ord DESC LIMIT ember.setting_int('inspect_tool_calls')) AS c
+        LEFT JOIN LATERAL (
+            SELECT r.id, r.tool_status, r.content FROM ember.messages AS r
+            WHERE c.result_only AND r.id = c.row_id
+            UNION ALL
+            (SELECT r.id, r.tool_status, r.content FROM ember.messages AS r
+             WHERE NOT c.result_only AND r.thread_id = p_thread AND r.role = 'tool_result'
+                 AND r.tool_call_id = c.call_id
+             ORDER BY r.seq DESC LIMIT 1)
+        ) AS res ON TRUE
     )
 
     SELECT

@@ -151,3 +151,8 @@ CREATE TABLE ember.main_actions (
 );
 
 CREATE INDEX main_actions_thread ON ember.main_actions (thread_id, id);
+
+-- side_chat_inspect finds each tool call's result by its id; without this it would scan the
+-- whole thread once per call (5 s for a thread of 3,000 calls).
+CREATE INDEX messages_tool_results ON ember.messages (thread_id, tool_call_id, seq)
+WHERE role = 'tool_result';
