@@ -202,3 +202,28 @@ BEGIN
     ORDER BY d.id;
 END;
 $$;
+
+-- main's progress_board tool: every side and task chat main may steer (not isolated, not
+-- archived), with its turn state and its latest progress report, most recent report first
+-- (chats that never reported last). The reports are rows main has already received, so reading
+-- the board adds nothing to main's labels.
+CREATE OR REPLACE FUNCTION ember.progress_board()
+RETURNS TABLE (
+    thread_id text, title text, kind text, status text, running boolean,
+    event_id bigint, report text, reported_at timestamptz, delivered boolean
+)
+LANGUAGE sql STABLE
+AS $$
+    SELECT t.id, t.title, t.kind, t.status, ember.thread_turn_running(t.id),
+        r.id, r.content, r.created_at, CASE WHEN r.id IS NOT NULL THEN r.delivered_at IS NOT NULL END
+    FROM ember.threads AS t
+    LEFT JOIN LATERAL (
+        SELECT e.id, m.content, e.created_at, e.delivered_at
+        FROM ember.thread_events AS e
+        JOIN ember.messages AS m ON m.id = e.message_id
+        WHERE e.from_thread = t.id AND e.kind = 'progress-report'
+        ORDER BY e.id DESC LIMIT 1
+    ) AS r ON TRUE
+    WHERE t.kind IN ('side', 'task') AND t.status <> 'archived' AND NOT ember.is_isolated(t.id)
+    ORDER BY r.id DESC NULLS LAST, t.created_at, t.id
+$$;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(35);
+SELECT plan(38);
 
 SELECT ember.define_category('health');
 SELECT ember.create_thread('side-a', 'side', 'Refactor', NULL, 'open', 'claude-haiku-4-5');
@@ -72,6 +72,16 @@ SELECT throws_ok($$SELECT ember.report_progress('p4', 'vault', 'x')$$, 'EM087', 
                  'an isolated chat is not offered report_progress');
 SELECT throws_ok($$SELECT ember.report_progress('p5', 'ghost', 'x')$$, 'EM001', NULL, 'unknown thread');
 SELECT throws_ok($$SELECT ember.report_progress('p6', 'side-a', '  ')$$, 'EM012', NULL, 'an empty report is refused');
+
+-- The board: every chat main may steer, latest report first.
+SELECT ember.report_progress('p9', 'task-a', 'benchmarks done', '2026-11-30 10:09');
+SELECT is(ARRAY(SELECT thread_id || ':' || coalesce(report, '-') FROM ember.progress_board()),
+          ARRAY['task-a:Progress report from "task-a" (Benchmarks): benchmarks done',
+                'side-a:Progress report from "side-a" (Refactor): tests green, writing docs'],
+          'progress_board: the latest report of each chat, most recent first; isolated chats are not on it');
+SELECT ember.create_thread('new', 'side', 'New');
+SELECT is((SELECT report FROM ember.progress_board() WHERE thread_id = 'new'), NULL, 'a chat that never reported is listed');
+SELECT is((SELECT running FROM ember.progress_board() WHERE thread_id = 'side-a'), FALSE, 'with its turn state');
 
 -- Bad events.
 SELECT throws_ok($$SELECT ember.queue_event('side-a', 'thread-event', 'main-message', 'obey', 'main')$$, 'EM084', NULL,

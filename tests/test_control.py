@@ -100,7 +100,9 @@ def test_the_example_steers_a_side_chat(db: str) -> None:
     assert [e.kind for e in outcome.at_chat_boundary] == ["task-result"]
     with psycopg.connect(db) as conn:
         actions = conn.execute("SELECT count(*) FROM ember.main_actions").fetchone()
+        board = control.progress_board(conn)
     assert actions == (1,)
+    assert [(r.thread_id, r.delivered) for r in board] == [("refactor", True), ("bench", None)]
 
 
 def test_the_example_runs_as_a_script(server_url: str) -> None:
@@ -116,3 +118,16 @@ def test_the_example_runs_as_a_script(server_url: str) -> None:
     assert done.returncode == 0, done.stderr
     assert "side chat, safe point (main-message from main)" in done.stdout
     assert "side chat, turn boundary (task-result from bench)" in done.stdout
+
+
+def test_the_registry_names_what_the_pipelines_send(db: str) -> None:
+    """The tool names Ember's own pipelines put in their requests are the registry's."""
+    tools = pytest.importorskip("ember.tools", reason="the pipelines' tool models are not here yet")
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT ember.create_thread('chat', 'side')")
+        conn.execute("SELECT ember.ensure_steward_thread()")
+        chat = control.turn_identity(conn, "chat").tool_names
+        steward = control.turn_identity(conn, "memory-steward").tool_names
+    assert tools.shadow_tool_definition()["name"] in chat
+    if hasattr(tools, "steward_tool_definitions"):
+        assert [t["name"] for t in tools.steward_tool_definitions()] == steward

@@ -301,3 +301,24 @@ def deliverable_events(conn: Connection, thread: str, *, at_safe_point: bool) ->
         )
         for r in rows
     ]
+
+
+class BoardRow(_Model):
+    """One chat on main's progress board, with its latest report (None if it never reported)."""
+
+    thread_id: str
+    title: str | None
+    kind: Literal["side", "task"]
+    status: Literal["active", "ended", "archived"]
+    running: bool
+    event_id: int | None
+    report: str | None
+    reported_at: datetime | None
+    delivered: bool | None
+
+
+def progress_board(conn: Connection) -> list[BoardRow]:
+    """Main's `progress_board` tool: every chat main may steer, most recent report first."""
+    cur = conn.execute(queries.PROGRESS_BOARD)
+    names = [c.name for c in cur.description or []]
+    return [BoardRow.model_validate(dict(zip(names, row, strict=True))) for row in cur.fetchall()]

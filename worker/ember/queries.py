@@ -56,3 +56,8 @@ DELIVERABLE_EVENTS: LiteralString = """
 SELECT event_id, message_id, source, kind, from_thread, author, content, created_at
 FROM ember.deliverable_events(%s, %s)
 """
+
+PROGRESS_BOARD: LiteralString = """
+SELECT thread_id, title, kind, status, running, event_id, report, reported_at, delivered
+FROM ember.progress_board()
+"""
