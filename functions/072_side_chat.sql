@@ -19,10 +19,24 @@ BEGIN
 END;
 $$;
 
--- Refuses a target main's side-chat tools do not act on: an unknown thread (EM001); the
--- steward's record (EM027, with the honest reason read_thread gives); main itself (EM081); an
--- isolated thread (EM028: main never sees it, not even through a progress report, so it has
--- nothing to steer by).
+-- One refusal (EM028) for every chat main may not see: an unknown id, an isolated chat, a chat
+-- hidden from main's model by its labels. The tool result goes to main's model, and a refusal
+-- that said "isolated" or named the labels would tell it what it may not know (read_thread
+-- refuses the same way); thread_hidden_reason gives the operator the detail.
+CREATE OR REPLACE FUNCTION ember.refuse_unseen_chat(p_tool text, p_thread text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION '%: no side chat % is visible to main', p_tool, coalesce('"' || p_thread || '"', 'NULL')
+        USING ERRCODE = 'EM028', HINT = 'progress_board lists the chats main may steer';
+END;
+$$;
+
+-- Refuses a target main's side-chat tools do not act on: the steward's record (EM027, with the
+-- honest reason read_thread gives: it exists, and it is not an empty conversation); an unknown
+-- or isolated thread (EM028: main never sees an isolated chat, not even through a progress
+-- report, so it has nothing to steer by); main itself (EM081).
 CREATE OR REPLACE FUNCTION ember.check_side_chat_target(p_main text, p_thread text, p_tool text)
 RETURNS ember.threads
 LANGUAGE plpgsql STABLE
@@ -30,21 +44,17 @@ AS $$
 DECLARE
     t ember.threads;
 BEGIN
-    SELECT * INTO t FROM ember.threads WHERE id = p_thread;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown thread %', coalesce('"' || p_thread || '"', 'NULL') USING ERRCODE = 'EM001';
-    END IF;
     IF ember.is_steward_thread(p_thread) THEN
         RAISE EXCEPTION '%: %', p_tool, ember.hidden_reason_unchecked(p_main, p_thread)
             USING ERRCODE = 'EM027';
     END IF;
+    SELECT * INTO t FROM ember.threads WHERE id = p_thread;
+    IF NOT FOUND OR ember.is_isolated(p_thread) THEN
+        PERFORM ember.refuse_unseen_chat(p_tool, p_thread);
+    END IF;
     IF t.kind NOT IN ('side', 'task') THEN
         RAISE EXCEPTION '%: "%" is the % thread, not a side chat', p_tool, p_thread, t.kind
             USING ERRCODE = 'EM081', HINT = 'main acts on side and task threads';
-    END IF;
-    IF ember.is_isolated(p_thread) THEN
-        RAISE EXCEPTION '%: "%" is isolated: nothing automated reads or steers it', p_tool, p_thread
-            USING ERRCODE = 'EM028';
     END IF;
     RETURN t;
 END;
@@ -159,8 +169,9 @@ $$;
 --   progress {event_id, at, text, delivered}: the latest progress report to main;
 --   pending_from_main: main's messages the chat has not taken in yet.
 -- Inspecting is main reading the thread, so the visibility rule applies as for read_thread
--- (EM028 when the chat, or any row the scene shows, carries labels main's model is not tagged
--- for), and main's generation records the generations it read: its labels grow by what it saw.
+-- (EM028 when the chat, or a generation the scene draws on, carries labels main's model is not
+-- tagged for), and main's generation records the generations it read: its labels grow by what
+-- it saw.
 CREATE OR REPLACE FUNCTION ember.side_chat_inspect(p_thread text)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -168,7 +179,6 @@ AS $$
 DECLARE
     v_main text;
     t ember.threads;
-    v_reason text;
     v_reply ember.messages;
     v_reply_chars integer := ember.setting_int('inspect_reply_chars');
     v_result_chars integer := ember.setting_int('inspect_result_chars');
@@ -178,14 +188,13 @@ DECLARE
     v_path_rows bigint[];
     v_progress jsonb;
     v_rows bigint[];
-    v_over bigint[];
+    v_generations uuid[];
     st ember.shadow_thread_state;
 BEGIN
     v_main := ember.require_main('side_chat_inspect');
     t := ember.check_side_chat_target(v_main, p_thread, 'side_chat_inspect');
-    v_reason := ember.hidden_reason_unchecked(v_main, p_thread);
-    IF v_reason IS NOT NULL THEN
-        RAISE EXCEPTION 'side_chat_inspect: main may not inspect: %', v_reason USING ERRCODE = 'EM028';
+    IF ember.hidden_reason_unchecked(v_main, p_thread) IS NOT NULL THEN
+        PERFORM ember.refuse_unseen_chat('side_chat_inspect', p_thread);
     END IF;
 
     SELECT * INTO v_reply FROM ember.messages AS m
@@ -291,21 +300,17 @@ BEGIN
         SELECT DISTINCT x FROM unnest(coalesce(v_call_rows, '{}') || coalesce(v_path_rows, '{}') || v_reply.id) AS x
         WHERE x IS NOT NULL
     );
-    v_over := ARRAY(
-        SELECT m.id FROM ember.messages AS m
-        WHERE m.id = ANY(v_rows) AND NOT m.categories <@ ember.viewer_tags(v_main)
-        ORDER BY m.id
-    );
-    IF cardinality(v_over) > 0 THEN
-        RAISE EXCEPTION 'side_chat_inspect: main may not see messages % of "%": its model''s tags do not cover their labels',
-            v_over, p_thread
-            USING ERRCODE = 'EM028';
+    -- Reading a row reports its whole generation read (below), so main's model must be tagged
+    -- for the labels of each generation the scene draws on, not only for the rows' own stamps.
+    v_generations := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_rows));
+    IF EXISTS (
+        SELECT 1 FROM unnest(v_generations) AS g (id)
+        WHERE NOT ember.generation_labels(g.id) <@ ember.viewer_tags(v_main)
+    ) THEN
+        PERFORM ember.refuse_unseen_chat('side_chat_inspect', p_thread);
     END IF;
-    IF cardinality(v_rows) > 0 THEN
-        PERFORM ember.report_read_generations(
-            ember.current_generation(v_main),
-            ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_rows))
-        );
+    IF cardinality(v_generations) > 0 THEN
+        PERFORM ember.report_read_generations(ember.current_generation(v_main), v_generations);
     END IF;
 
     SELECT * INTO st FROM ember.shadow_thread_state WHERE thread_id = p_thread;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(52);
+SELECT plan(54);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
@@ -59,15 +59,16 @@ SELECT lives_ok($$SELECT ember.side_chat_message('call-4', 'tagged', 'correct', 
 -- Bad input.
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'plain', 'cancel', 'x')$$, 'EM080',
                  'side_chat_message: unknown intent "cancel"', 'unknown intent');
-SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'ghost', 'nudge', 'x')$$, 'EM001',
-                 'unknown thread "ghost"', 'unknown thread');
+SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'ghost', 'nudge', 'x')$$, 'EM028',
+                 'side_chat_message: no side chat "ghost" is visible to main', 'unknown thread');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'memory-steward', 'nudge', 'x')$$, 'EM027',
                  'side_chat_message: ' || ember.hidden_reason_unchecked('main', 'memory-steward'),
                  'the steward is not a side chat, with the honest reason read_thread gives');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'main', 'nudge', 'x')$$, 'EM081', NULL,
                  'main does not message itself');
-SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'vault', 'nudge', 'x')$$, 'EM028', NULL,
-                 'an isolated chat is not steered');
+SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'vault', 'nudge', 'x')$$, 'EM028',
+                 'side_chat_message: no side chat "vault" is visible to main',
+                 'an isolated chat is not steered, and the refusal does not tell main it exists');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'plain', 'nudge', ' ')$$, 'EM012', NULL, 'an empty message');
 SELECT throws_ok($$SELECT ember.side_chat_message(NULL, 'plain', 'nudge', 'x')$$, 'EM012', NULL, 'no tool call id');
 
@@ -143,18 +144,28 @@ SELECT throws_ok($$SELECT ember.side_chat_inspect('tagged')$$, 'EM028', NULL,
                  'a chat carrying main''s own health labels is hidden from main''s untagged model, like any health chat');
 
 -- Who may be inspected.
+SELECT ember.append_message('tagged', 'assistant', 'Monday noted.');
+SELECT ember.start_generation('tagged');
+SELECT throws_ok($$SELECT ember.side_chat_inspect('tagged')$$, 'EM028', NULL,
+                 'a fresh generation does not open the older one: its last reply comes from a health generation');
+SELECT ember.append_message('tagged', 'assistant', 'Starting over on the API.');
+SELECT is(ember.side_chat_inspect('tagged') #>> '{last_reply,text}', 'Starting over on the API.',
+          'once the scene draws only on the clean generation, main may see it');
+
 SELECT throws_ok($$SELECT ember.side_chat_inspect('memory-steward')$$, 'EM027',
                  'side_chat_inspect: ' || ember.hidden_reason_unchecked('main', 'memory-steward'),
                  'inspecting the steward gets the honest read error');
 SELECT ok(ember.hidden_reason_unchecked('main', 'memory-steward') LIKE '%not an empty conversation%',
           'which says it is the steward''s record, not an empty conversation');
 SELECT throws_ok($$SELECT ember.side_chat_inspect('vault')$$, 'EM028',
-                 'side_chat_inspect: "vault" is isolated: nothing automated reads or steers it',
+                 'side_chat_inspect: no side chat "vault" is visible to main',
                  'an isolated chat is never inspected');
 SELECT throws_ok($$SELECT ember.side_chat_inspect('main')$$, 'EM081', NULL, 'main is not a side chat');
-SELECT throws_ok($$SELECT ember.side_chat_inspect('ghost')$$, 'EM001', NULL, 'unknown thread');
-SELECT throws_ok($$SELECT ember.side_chat_inspect('doc')$$, 'EM028', NULL,
-                 'a health chat is hidden from main while main''s model is not tagged for health');
+SELECT throws_ok($$SELECT ember.side_chat_inspect('ghost')$$, 'EM028',
+                 'side_chat_inspect: no side chat "ghost" is visible to main', 'unknown thread: the same refusal');
+SELECT throws_ok($$SELECT ember.side_chat_inspect('doc')$$, 'EM028',
+                 'side_chat_inspect: no side chat "doc" is visible to main',
+                 'a health chat is hidden from main while main''s model is not tagged for health, without naming the label');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
 SELECT ember.append_message('doc', 'assistant', 'blood test on Monday');
 SELECT is(ember.side_chat_inspect('doc') #>> '{last_reply,text}', 'blood test on Monday',
