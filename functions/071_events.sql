@@ -60,6 +60,10 @@ BEGIN
         p_thread, p_source, p_kind, v_message, p_from_thread, p_tool_call_id, p_now
     )
     RETURNING * INTO e;
+    -- The host's pump LISTENs on ember_event to learn, at commit, that a thread has something
+    -- to take in (an idle chat that main nudged starts a turn). The payload is the thread id, or
+    -- nothing for an id too long for a notification: the queue itself is in the table.
+    PERFORM pg_notify('ember_event', CASE WHEN octet_length(p_thread) < 7000 THEN p_thread ELSE '' END);
     RETURN e;
 END;
 $$;

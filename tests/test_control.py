@@ -131,3 +131,18 @@ def test_the_registry_names_what_the_pipelines_send(db: str) -> None:
     assert tools.shadow_tool_definition()["name"] in chat
     if hasattr(tools, "steward_tool_definitions"):
         assert [t["name"] for t in tools.steward_tool_definitions()] == steward
+
+
+def test_a_queued_event_notifies_its_thread_at_commit(db: str) -> None:
+    with (
+        psycopg.connect(db, autocommit=True) as listener,
+        psycopg.connect(db) as sender,
+    ):
+        listener.execute("LISTEN ember_event")
+        sender.execute("SELECT ember.create_thread('main', 'main')")
+        sender.execute("SELECT ember.create_thread('chat', 'side')")
+        control.side_chat_message(sender, "c1", "chat", "nudge", "Carry on with the tests.")
+        assert list(listener.notifies(timeout=0.2)) == [], "nothing is announced before commit"
+        sender.commit()
+        notes = listener.notifies(timeout=10, stop_after=1)
+        assert [(n.channel, n.payload) for n in notes] == [("ember_event", "chat")]

@@ -6,8 +6,10 @@ A host calls these around its turns:
   prompts/main.md is re-read every main turn and a failed read falls back to the last good text);
 - at each safe point inside a running turn, `deliverable_events(at_safe_point=True)`; at the turn
   boundary, `deliverable_events(at_safe_point=False)`;
-- when a model calls `side_chat_message`, `side_chat_inspect` or `report_progress`, the wrapper of
-  the same name, whose return value is the tool result.
+- when a model calls `side_chat_message`, `side_chat_inspect`, `progress_board` or
+  `report_progress`, the wrapper of the same name, whose return value is the tool result;
+- to learn that an idle thread has something to take in, LISTEN on `ember_event`: each queued
+  event notifies its thread's id at commit.
 
 Every rule (which identity and tools a thread gets, what may be delivered when, who may be
 steered or inspected, labels and flow) is decided in SQL; these functions only call it and give
