@@ -55,6 +55,19 @@ BEGIN
         RAISE EXCEPTION 'thread "%": the steward thread is created only by ensure_steward_thread()', p_id
             USING ERRCODE = 'EM002';
     END IF;
+    IF p_id = 'memory-steward' OR p_id = 'human' THEN
+        RAISE EXCEPTION 'thread id "%" is reserved%', p_id,
+            CASE WHEN p_id = 'human' THEN ': it names the person as a viewer'
+                 ELSE ' for the memory steward''s record' END
+            USING ERRCODE = 'EM016',
+                  HINT = CASE WHEN p_id = 'human' THEN 'choose another id'
+                              ELSE 'ensure_steward_thread() creates it; choose another id' END;
+    END IF;
+    IF NOT ember.is_safe_thread_id(p_id) THEN
+        RAISE EXCEPTION 'thread id % is not an identifier', to_json(p_id)
+            USING ERRCODE = 'EM018',
+                  HINT = 'a letter or digit, then letters, digits, "_", "-", ".", ":", "@" or "/"; 128 at most';
+    END IF;
     IF p_kind IS NULL OR p_kind NOT IN ('main', 'side', 'task') THEN
         RAISE EXCEPTION 'thread "%": unknown kind "%"', p_id, p_kind
             USING ERRCODE = 'EM002', HINT = 'kinds: main, side, task';
@@ -141,7 +154,15 @@ BEGIN
         RAISE EXCEPTION 'thread "%" is archived: it takes no new generation', p_thread
             USING ERRCODE = 'EM007';
     END IF;
-    UPDATE ember.generations SET ended_at = greatest(p_now, started_at)
+    -- Time runs forward: a generation starting before the one it follows would make "when" on a
+    -- rendered page a lie, and its predecessor would end before it began. Refused by name
+    -- rather than clamped, since the caller's clock is what is wrong.
+    IF p_now < (SELECT max(g.started_at) FROM ember.generations AS g WHERE g.thread_id = p_thread) THEN
+        RAISE EXCEPTION 'thread "%": a generation cannot start at %, before the previous one started (%)',
+            p_thread, p_now, (SELECT max(g.started_at) FROM ember.generations AS g WHERE g.thread_id = p_thread)
+            USING ERRCODE = 'EM019', HINT = 'pass a time at or after the previous generation''s start';
+    END IF;
+    UPDATE ember.generations SET ended_at = p_now
     WHERE thread_id = p_thread AND ended_at IS NULL;
     g := ember.open_generation(p_thread, p_now);
     -- The offer and its NOTIFY become visible only when this transaction commits, so shadow never

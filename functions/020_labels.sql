@@ -1,7 +1,10 @@
--- Labels (design.md invariant 4). A label carrier (ember.is_label_carrier: main and the
--- steward) carries the union of the categories of everything its generation has read; the
--- record of what it read is ember.generation_sources, which only grows. Every other thread's
--- rows carry that thread's own category.
+-- Labels (design.md invariant 4). Every generation, of every thread, carries the union of its
+-- thread's category and the labels of everything it received: rows from other threads, reads
+-- (read_thread, report_read_generations) and copies. The set is stored with the generation and
+-- only grows (ember.generation_labels is the lookup); a row is stamped with its generation's set
+-- as it is inserted. ember.generation_sources keeps, as an audit trail, which threads each
+-- generation received content from. Main and the steward (ember.is_label_carrier) are simply
+-- where most of it gathers; what sets them apart is elsewhere (flow, copies, visibility).
 
 -- A sorted, de-duplicated label array without NULLs: the one shape every label array has.
 CREATE OR REPLACE FUNCTION ember.label_set(p_labels text[])
@@ -25,41 +28,92 @@ AS $$
     LIMIT 1
 $$;
 
--- The union of the categories of the generation's own thread and of its source threads. A
--- carrier's sources are recorded in generation_sources. Any other thread records none, but a row
--- it received from another thread (from_thread: a message from main, a progress report) is stamped
--- with what that row brought, and its generation carries that too: otherwise main's labels, having
--- passed the flow check into a tagged thread, would be read from there by shadow's light model or
--- the steward as if the thread held only its own category. Only those rows are scanned, and only
--- for non-carriers, whose stamps are otherwise just their thread's category.
+-- A generation's labels: the set stored with it (db/migrations/0006_generation_labels.sql). It
+-- starts as the thread's category and only grows, widened in the transaction that brings the
+-- content (ember.widen_generation_labels): so this is a lookup, the same for every caller, and
+-- the answer is transitive through any chain of threads, because what a row, a read or a copy
+-- brings is itself the sender's stored set. The alternative, recomputing the union from the
+-- history on every question, was what let labels fall out at a thread that was not a carrier.
 CREATE OR REPLACE FUNCTION ember.generation_labels(p_generation uuid)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_thread text;
+    v_labels text[];
 BEGIN
-    SELECT g.thread_id INTO v_thread FROM ember.generations AS g WHERE g.id = p_generation;
+    SELECT g.labels INTO v_labels FROM ember.generations AS g WHERE g.id = p_generation;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown generation "%"', p_generation USING ERRCODE = 'EM020';
     END IF;
-    RETURN ember.label_set(ARRAY(
-        SELECT t.category FROM ember.threads AS t WHERE t.id = v_thread
-        UNION ALL
-        SELECT t.category
-        FROM ember.generation_sources AS s
-        JOIN ember.threads AS t ON t.id = s.source_thread
-        WHERE s.generation_id = p_generation
-        UNION ALL
-        SELECT unnest(m.categories)
-        FROM ember.messages AS m
-        WHERE m.generation_id = p_generation
-            AND m.from_thread IS NOT NULL
-            AND m.from_thread <> m.thread_id
-            AND NOT ember.is_label_carrier(v_thread)
-    ));
+    RETURN v_labels;
 END;
 $$;
+
+-- Widen a generation's label set by p_labels; returns the set afterwards. Writes only when
+-- something is new, so the common case (nothing new) is one indexed read. Callers hold the
+-- generation's thread lock, or are inside the insert of one of its rows (which holds it).
+CREATE OR REPLACE FUNCTION ember.widen_generation_labels(p_generation uuid, p_labels text[])
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_labels text[];
+BEGIN
+    SELECT g.labels INTO v_labels FROM ember.generations AS g WHERE g.id = p_generation;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown generation "%"', p_generation USING ERRCODE = 'EM020';
+    END IF;
+    IF p_labels IS NULL OR v_labels @> array_remove(p_labels, NULL) THEN
+        RETURN v_labels;
+    END IF;
+    UPDATE ember.generations SET labels = ember.label_set(labels || p_labels)
+    WHERE id = p_generation
+    RETURNING labels INTO v_labels;
+    RETURN v_labels;
+END;
+$$;
+
+-- The generations table holds its own invariants: a new generation starts with its thread's
+-- category (whatever inserted it); its labels never narrow; its thread, ordinal and start never
+-- change; it ends once; it is never deleted (its rows, and the labels it carries, would go with it).
+CREATE OR REPLACE FUNCTION ember.generations_rules()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF tg_op = 'INSERT' THEN
+        new.labels := ember.label_set(
+            coalesce(new.labels, '{}') || (SELECT t.category FROM ember.threads AS t WHERE t.id = new.thread_id)
+        );
+        RETURN new;
+    END IF;
+    IF tg_op IN ('DELETE', 'TRUNCATE') THEN
+        RAISE EXCEPTION 'generations are never deleted: % refused', tg_op
+            USING ERRCODE = 'EM017', HINT = 'end a generation with start_generation()';
+    END IF;
+    IF NOT new.labels @> old.labels THEN
+        RAISE EXCEPTION 'generation %: labels % cannot narrow (to %)', old.id, old.labels, new.labels
+            USING ERRCODE = 'EM021',
+                  HINT = 'labels only grow within a generation; start a new generation for a clean context';
+    END IF;
+    new.labels := ember.label_set(new.labels);
+    IF new.id IS DISTINCT FROM old.id OR new.thread_id IS DISTINCT FROM old.thread_id
+       OR new.ordinal IS DISTINCT FROM old.ordinal OR new.started_at IS DISTINCT FROM old.started_at
+       OR (old.ended_at IS NOT NULL AND new.ended_at IS DISTINCT FROM old.ended_at) THEN
+        RAISE EXCEPTION 'generation %: its thread, ordinal, start and end (once set) never change', old.id
+            USING ERRCODE = 'EM017';
+    END IF;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER generations_rules
+BEFORE INSERT OR UPDATE OR DELETE ON ember.generations
+FOR EACH ROW EXECUTE FUNCTION ember.generations_rules();
+
+CREATE OR REPLACE TRIGGER generations_no_truncate
+BEFORE TRUNCATE ON ember.generations
+FOR EACH STATEMENT EXECUTE FUNCTION ember.generations_rules();
 
 -- The threads whose content a generation holds: its own thread and every source it read.
 -- What a carrier passes on carries all of them, so reading a carrier's generation (or
@@ -76,9 +130,8 @@ AS $$
 $$;
 
 -- The labels a call from this thread carries now: those of its latest generation, i.e. its own
--- category plus, for a carrier, everything that generation has read. The shadow pipeline
--- routes its calls with this: a plain user message in main adds nothing, a progress row from a
--- category thread adds that category.
+-- category plus everything that generation has received. A plain user message in main adds
+-- nothing, a progress row from a category thread adds that category.
 CREATE OR REPLACE FUNCTION ember.thread_call_labels(p_thread text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
@@ -97,7 +150,7 @@ BEGIN
 END;
 $$;
 
--- Record that a carrier generation read the given threads. Idempotent: the first arrival of
+-- Record that a generation received content from the given threads (the audit trail). Idempotent: the first arrival of
 -- each source is kept, later ones add nothing. Callers validate; this only writes.
 CREATE OR REPLACE FUNCTION ember.add_generation_sources(
     p_generation uuid,
@@ -119,9 +172,10 @@ AS $$
     ON CONFLICT DO NOTHING
 $$;
 
--- The steward reports the generations it read: its generation then carries their labels,
--- including, for a generation of main, everything main had read in it. Returns the
--- generation's labels afterwards.
+-- A generation reports the generations it read: its labels grow by theirs (which already hold
+-- everything those generations received, so the rule is transitive), and their content threads
+-- are recorded as its sources. Any thread may read (read_thread reports for every automated
+-- viewer); the steward reports what its backlog pages held. Returns the labels afterwards.
 CREATE OR REPLACE FUNCTION ember.report_read_generations(
     p_generation uuid, p_read_generations uuid[]
 )
@@ -137,12 +191,6 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown generation "%"', p_generation USING ERRCODE = 'EM020';
     END IF;
-    IF NOT ember.is_label_carrier(v_thread) THEN
-        RAISE EXCEPTION 'generation "%" belongs to thread "%", which is not a label carrier',
-            p_generation, v_thread
-            USING ERRCODE = 'EM012',
-                  HINT = 'only carriers record what they read; other rows carry their thread''s category';
-    END IF;
     IF p_read_generations IS NULL THEN
         RAISE EXCEPTION 'generation "%": the list of generations read must not be null', p_generation
             USING ERRCODE = 'EM012';
@@ -155,7 +203,7 @@ BEGIN
         RAISE EXCEPTION 'generation "%": unknown generations read: %', p_generation, v_unknown
             USING ERRCODE = 'EM020';
     END IF;
-    -- Serialize with appends to the carrier (append_message locks the same row), so that a row
+    -- Serialize with appends to the reader (append_message locks the same row), so that a row
     -- appended after this report commits is stamped with what it adds.
     PERFORM ember.lock_thread(v_thread);
     FOREACH v_read IN ARRAY p_read_generations LOOP
@@ -163,7 +211,9 @@ BEGIN
             p_generation, ember.generation_content_threads(v_read), 'read', NULL, v_read
         );
     END LOOP;
-    RETURN ember.generation_labels(p_generation);
+    RETURN ember.widen_generation_labels(p_generation, ARRAY(
+        SELECT unnest(g.labels) FROM ember.generations AS g WHERE g.id = ANY(p_read_generations)
+    ));
 END;
 $$;
 
@@ -188,9 +238,10 @@ CREATE OR REPLACE TRIGGER generation_sources_no_truncate
 BEFORE TRUNCATE ON ember.generation_sources
 FOR EACH STATEMENT EXECUTE FUNCTION ember.generation_sources_append_only();
 
--- A thread's category may be set once, before it has rows, and never changed or removed: labels
--- are joined from it (ember.generation_labels), so changing it would take a label away from
--- every generation and route that had it.
+-- A thread's category may be set once, before it has rows, and never changed or removed: every
+-- label set that holds it would otherwise hold a label the thread no longer has, or miss one.
+-- Set late (on a thread without rows), it widens the thread's own generations at once; nothing of
+-- the thread has been sent or read yet, so no other generation needs it.
 CREATE OR REPLACE FUNCTION ember.threads_category_fixed()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -203,14 +254,18 @@ BEGIN
                   HINT = 'labels never shrink; put other content in a new thread';
     END IF;
     -- Categorising a thread that already has rows would label content after it was stamped and
-    -- copied, forwarded or read under the old labels; restamping every row and carrier that ever
-    -- saw it is not something a trigger can do honestly. So a category is decided up front.
+    -- copied, forwarded or read under the old labels; restamping every row and generation that
+    -- ever saw it is not something a trigger can do honestly. So a category is decided up front.
     IF old.category IS NULL AND new.category IS NOT NULL
        AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.thread_id = old.id) THEN
         RAISE EXCEPTION 'thread "%" already has rows: it cannot be categorised "%" afterwards',
             old.id, new.category
             USING ERRCODE = 'EM021',
                   HINT = 'set the category when the thread is created, or start a new thread';
+    END IF;
+    IF old.category IS NULL AND new.category IS NOT NULL THEN
+        UPDATE ember.generations SET labels = ember.label_set(labels || new.category)
+        WHERE thread_id = old.id;
     END IF;
     RETURN new;
 END;
@@ -220,8 +275,8 @@ CREATE OR REPLACE TRIGGER threads_category_fixed
 BEFORE UPDATE OF category ON ember.threads
 FOR EACH ROW EXECUTE FUNCTION ember.threads_category_fixed();
 
--- What a row with from_thread brings into a carrier: the sending thread's latest generation's
--- content threads (the sender alone, unless the sender is itself a carrier).
+-- What a row with from_thread brings: the sending thread's latest generation's content threads,
+-- recorded as sources (the audit trail; the labels travel through the stored sets).
 CREATE OR REPLACE FUNCTION ember.message_source_threads(p_from text)
 RETURNS text[]
 LANGUAGE sql STABLE
@@ -232,30 +287,22 @@ AS $$
     END
 $$;
 
--- The row-label stamp, at insert time. Every row carries what it itself brings when it has
--- from_thread (a progress row from a category thread, a message from a labelled main): the
--- categories of the sender's content threads. A carrier row carries its generation's labels
--- besides (the source is recorded by messages_record_source just after); any other row its
--- thread's category. The caller's value is ignored: the database decides.
+-- The row-label stamp, at insert time: the labels of the row's generation once the row itself
+-- is counted. A row from another thread (a progress report, a message from main, a copy of a
+-- forwarded row) first widens its generation by the sender's current labels, in the same
+-- statement, so the row and every later row of the generation carry them. The caller's value is
+-- ignored: the database decides. One lookup for a plain row (the write path stays cheap).
 CREATE OR REPLACE FUNCTION ember.messages_stamp_labels()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
-DECLARE
-    v_brought text[] := '{}';
 BEGIN
     IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
-        v_brought := ARRAY(
-            SELECT t.category FROM ember.threads AS t
-            WHERE t.id = ANY(ember.message_source_threads(new.from_thread))
+        new.categories := ember.widen_generation_labels(
+            new.generation_id, ember.thread_call_labels(new.from_thread)
         );
-    END IF;
-    IF ember.is_label_carrier(new.thread_id) THEN
-        new.categories := ember.label_set(ember.generation_labels(new.generation_id) || v_brought);
     ELSE
-        new.categories := ember.label_set(
-            ARRAY(SELECT t.category FROM ember.threads AS t WHERE t.id = new.thread_id) || v_brought
-        );
+        new.categories := ember.generation_labels(new.generation_id);
     END IF;
     RETURN new;
 END;
@@ -265,41 +312,21 @@ CREATE OR REPLACE TRIGGER messages_stamp_labels
 BEFORE INSERT ON ember.messages
 FOR EACH ROW EXECUTE FUNCTION ember.messages_stamp_labels();
 
--- After the row exists (the source row points at it), record what it brought.
+-- After the row exists (the source row points at it), record where it came from.
 CREATE OR REPLACE FUNCTION ember.messages_record_source()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id
-       AND ember.is_label_carrier(new.thread_id) THEN
-        PERFORM ember.add_generation_sources(
-            new.generation_id, ember.message_source_threads(new.from_thread), 'message', new.id
-        );
-    END IF;
+    PERFORM ember.add_generation_sources(
+        new.generation_id, ember.message_source_threads(new.from_thread), 'message', new.id
+    );
     RETURN NULL;
 END;
 $$;
 
 CREATE OR REPLACE TRIGGER messages_record_source
 AFTER INSERT ON ember.messages
-FOR EACH ROW EXECUTE FUNCTION ember.messages_record_source();
-
--- A stamped row keeps its labels: no update may change them.
-CREATE OR REPLACE FUNCTION ember.messages_labels_fixed()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-BEGIN
-    IF new.categories IS DISTINCT FROM old.categories THEN
-        RAISE EXCEPTION 'message %: its labels % are stamped at insert and cannot change (to %)',
-            old.id, old.categories, new.categories
-            USING ERRCODE = 'EM021';
-    END IF;
-    RETURN new;
-END;
-$$;
-
-CREATE OR REPLACE TRIGGER messages_labels_fixed
-BEFORE UPDATE OF categories ON ember.messages
-FOR EACH ROW EXECUTE FUNCTION ember.messages_labels_fixed();
+FOR EACH ROW
+WHEN (new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id)
+EXECUTE FUNCTION ember.messages_record_source();

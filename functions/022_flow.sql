@@ -1,10 +1,15 @@
--- Flow and copy rules (design.md invariant 4): what leaves a label carrier carries the
--- carrier's current labels and may go only to a thread whose pinned model is tagged for all of
--- them; labelled carrier rows are never copied, forked or quoted into another thread.
+-- Flow and copy rules (design.md invariant 4): what leaves a thread carries the thread's current
+-- labels (ember.thread_call_labels) and may go only to a thread whose pinned model is tagged for
+-- all of them; labelled carrier rows are never copied, forked or quoted into another thread.
 
 -- Refuses (EM024) unless p_to may receive what leaves p_from now; returns the labels that
 -- travel. A thread without a pinned model proves no tags, so it receives only unlabelled
 -- content: assuming some default model would be a guess, and a wrong guess is a leak.
+-- The one exception is a label carrier receiving from a thread that is not one (a progress
+-- report into main, a row into the steward): gathering is what a carrier is for, its labels grow
+-- with what it receives, and what leaves it again is held to this same rule. The seeds checked
+-- only what left a carrier; since every generation now carries what it received, a side thread
+-- that got main's labels is held to them too.
 CREATE OR REPLACE FUNCTION ember.check_carrier_flow(p_from text, p_to text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
@@ -24,10 +29,13 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_to USING ERRCODE = 'EM001';
     END IF;
-    IF NOT ember.is_label_carrier(p_from) OR p_from = p_to THEN
+    IF p_from = p_to THEN
         RETURN '{}';
     END IF;
     v_labels := ember.thread_call_labels(p_from);
+    IF ember.is_label_carrier(p_to) AND NOT ember.is_label_carrier(p_from) THEN
+        RETURN v_labels;
+    END IF;
     v_missing := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(v_tags));
     IF cardinality(v_missing) > 0 THEN
         RAISE EXCEPTION 'carrier_label_flow: "%" carries %, but the model of "%" (%) is not tagged for %',
@@ -74,9 +82,10 @@ FOR EACH ROW EXECUTE FUNCTION ember.messages_carrier_flow();
 --   EM027 the steward's record, on either side (it is never a reference);
 --   EM028 rows of an isolated thread into a thread that is not isolated;
 --   EM025 any labelled row of a carrier (main_record_copy);
---   EM024 labelled rows into a thread whose own category does not cover them: its rows will
---         carry only that category, so the labels would be lost on the way. Into a carrier the
---         copy is instead recorded as a generation source, so the carrier's labels grow.
+--   EM024 labelled rows into a thread that is not a carrier and whose own category does not
+--         cover them (a copy is the thread's own row from then on, under its own category).
+-- The receiving generation's labels grow by the copied rows' labels before the rows are
+-- appended (so the copies, and every later row, carry them), and the source thread is recorded.
 -- Copies go through append_message, so they take the thread lock, a fresh seq and every check
 -- and trigger an ordinary append does.
 CREATE OR REPLACE FUNCTION ember.copy_messages(
@@ -146,11 +155,7 @@ BEGIN
     v_labels := ember.label_set(ARRAY(
         SELECT unnest(m.categories) FROM ember.messages AS m WHERE m.id = ANY(p_ids)
     ));
-    IF ember.is_label_carrier(p_to) THEN
-        -- Lock before recording so the rows appended below are stamped with the new source.
-        PERFORM ember.lock_thread(p_to);
-        PERFORM ember.add_generation_sources(ember.current_generation(p_to, p_now), ARRAY[p_from], 'copy');
-    ELSE
+    IF NOT ember.is_label_carrier(p_to) THEN
         v_lost := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE l IS DISTINCT FROM v_to.category);
         IF cardinality(v_lost) > 0 THEN
             RAISE EXCEPTION 'carrier_label_flow: rows copied from "%" carry %, but rows of "%" carry only %',
@@ -159,6 +164,10 @@ BEGIN
                       HINT = 'copy labelled rows only into a thread of the same category';
         END IF;
     END IF;
+    -- Lock before widening so the rows appended below are stamped with the new labels.
+    PERFORM ember.lock_thread(p_to);
+    PERFORM ember.add_generation_sources(ember.current_generation(p_to, p_now), ARRAY[p_from], 'copy');
+    PERFORM ember.widen_generation_labels(ember.current_generation(p_to, p_now), v_labels);
 
     FOR r IN
         SELECT * FROM ember.messages AS m WHERE m.id = ANY(p_ids) ORDER BY m.seq

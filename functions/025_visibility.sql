@@ -16,6 +16,16 @@
 -- out of every listing: it is the steward's record, and reading it back would have the steward
 -- digest its own digest.
 
+-- Thread ids: 'human' names the person as a viewer, 'memory-steward' the steward's record
+-- (only ensure_steward_thread creates it); both are refused to anything else by name (EM016),
+-- not by the raw check constraint. An id is also rendered in row headers (an event's source), so
+-- it is an identifier: it starts with a letter or digit and holds only letters, digits and
+-- "_", "-", ".", ":", "@" and "/", at most 128 characters (EM018).
+CREATE OR REPLACE FUNCTION ember.is_safe_thread_id(p_id text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT p_id ~ '^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}$' $$;
+
 CREATE OR REPLACE FUNCTION ember.threads_reserved_ids()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -23,7 +33,16 @@ AS $$
 BEGIN
     IF new.id = 'human' THEN
         RAISE EXCEPTION 'thread id "human" is reserved: it names the person as a viewer'
-            USING ERRCODE = 'EM012';
+            USING ERRCODE = 'EM016';
+    END IF;
+    IF new.id = 'memory-steward' AND new.kind IS DISTINCT FROM 'steward' THEN
+        RAISE EXCEPTION 'thread id "memory-steward" is reserved for the memory steward''s record'
+            USING ERRCODE = 'EM016', HINT = 'ensure_steward_thread() creates it; choose another id';
+    END IF;
+    IF NOT ember.is_safe_thread_id(new.id) THEN
+        RAISE EXCEPTION 'thread id % is not an identifier', to_json(new.id)
+            USING ERRCODE = 'EM018',
+                  HINT = 'a letter or digit, then letters, digits, "_", "-", ".", ":", "@" or "/"; 128 at most';
     END IF;
     RETURN new;
 END;
@@ -165,11 +184,15 @@ END;
 $$;
 
 -- Recent rows of a thread, oldest first, for a viewer. Refusals: EM027 for the steward's
--- record (for every viewer, with the honest reason), EM028 for a thread hidden from the
--- viewer, and EM028 too when a returned row carries labels the viewer's model is not tagged
--- for (a carrier's older generations may be wider than its current one, since a new
--- generation starts empty). When the viewer is itself a label carrier, the generations it
--- read are recorded as sources of its current generation, so its next rows carry their labels.
+-- record (for every viewer, with the honest reason the seed asks for); otherwise, for an
+-- automated viewer, one EM028 that says only that no thread of that id is readable by it, the
+-- same for an unknown thread, an isolated one, one hidden by labels, and one whose returned rows
+-- belong to a generation whose labels the viewer's model is not tagged for (an older generation
+-- may be wider than the current one). A refusal that named the labels, or said "isolated",
+-- would tell the agent what it may not know; thread_hidden_reason gives the operator the detail.
+-- The person ('human') gets EM001 for an unknown thread and sees everything else.
+-- An automated viewer reports the generations it read (report_read_generations): its current
+-- generation's labels grow by theirs, so its next rows carry them.
 CREATE OR REPLACE FUNCTION ember.read_thread(p_viewer text, p_thread text, p_limit int DEFAULT 50)
 RETURNS TABLE (
     id bigint, seq bigint, generation_id uuid, role text, author text, content text,
@@ -179,16 +202,23 @@ RETURNS TABLE (
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_reason text;
     v_ids bigint[];
-    v_over bigint[];
+    v_automated boolean;
 BEGIN
-    v_reason := ember.thread_hidden_reason(p_viewer, p_thread);
+    PERFORM ember.check_viewer(p_viewer);
+    v_automated := p_viewer <> 'human' AND p_viewer IS DISTINCT FROM p_thread;
     IF ember.is_steward_thread(p_thread) THEN
-        RAISE EXCEPTION 'read_thread: %', v_reason USING ERRCODE = 'EM027';
+        RAISE EXCEPTION 'read_thread: %', ember.hidden_reason_unchecked(p_viewer, p_thread)
+            USING ERRCODE = 'EM027';
     END IF;
-    IF v_reason IS NOT NULL THEN
-        RAISE EXCEPTION 'read_thread: viewer "%" may not read: %', p_viewer, v_reason
+    IF NOT v_automated AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE ember.threads.id = p_thread) THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    IF v_automated AND (
+        NOT EXISTS (SELECT 1 FROM ember.threads WHERE ember.threads.id = p_thread)
+        OR ember.hidden_reason_unchecked(p_viewer, p_thread) IS NOT NULL
+    ) THEN
+        RAISE EXCEPTION 'read_thread: no thread "%" is readable by viewer "%"', p_thread, p_viewer
             USING ERRCODE = 'EM028';
     END IF;
     IF p_limit IS NULL OR p_limit < 1 THEN
@@ -200,23 +230,19 @@ BEGIN
         SELECT m.id FROM ember.messages AS m WHERE m.thread_id = p_thread
         ORDER BY m.seq DESC LIMIT p_limit
     );
-    IF p_viewer <> 'human' AND p_viewer <> p_thread THEN
-        v_over := ARRAY(
-            SELECT m.id FROM ember.messages AS m
-            WHERE m.id = ANY(v_ids) AND NOT m.categories <@ ember.viewer_tags(p_viewer)
-            ORDER BY m.id
-        );
-        IF cardinality(v_over) > 0 THEN
-            RAISE EXCEPTION 'read_thread: viewer "%" may not read messages % of "%": the model''s tags do not cover their labels',
-                p_viewer, v_over, p_thread
+    IF v_automated THEN
+        IF EXISTS (
+            SELECT 1 FROM ember.messages AS m
+            INNER JOIN ember.generations AS g ON g.id = m.generation_id
+            WHERE m.id = ANY(v_ids) AND NOT g.labels <@ ember.viewer_tags(p_viewer)
+        ) THEN
+            RAISE EXCEPTION 'read_thread: no thread "%" is readable by viewer "%"', p_thread, p_viewer
                 USING ERRCODE = 'EM028';
         END IF;
-        IF ember.is_label_carrier(p_viewer) THEN
-            PERFORM ember.report_read_generations(
-                ember.current_generation(p_viewer),
-                ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids))
-            );
-        END IF;
+        PERFORM ember.report_read_generations(
+            ember.current_generation(p_viewer),
+            ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids))
+        );
     END IF;
 
     RETURN QUERY
@@ -228,8 +254,11 @@ END;
 $$;
 
 -- Undigested rows the steward may read now. Left out: the steward's own thread, isolated
--- threads, threads hidden from the steward, rows whose labels its model is not tagged for (they
--- wait: see backlog_waiting), and main's rows from before the steward thread was created.
+-- threads, threads hidden from the steward, rows of a generation whose labels its model is not
+-- tagged for (they wait: see backlog_waiting; the generation's set, not the row's stamp, because
+-- reading a row reports its whole generation read), and main's rows from before the steward
+-- thread was created: strictly before or at that instant (a main row written at exactly the
+-- creation time is out of both views, as in the seed's `created_at >` predicate).
 -- Main's rows from before then were the old in-main steward's own tool traffic, not
 -- conversation: they are never fed back. With no steward thread yet, no row of main is in the
 -- backlog (there is no creation time to start from, and reading main from its beginning would
@@ -275,10 +304,11 @@ SELECT
     m.created_at
 FROM ember.messages AS m
 INNER JOIN readable AS r ON m.thread_id = r.id
+INNER JOIN ember.generations AS g ON m.generation_id = g.id
 LEFT JOIN steward AS s ON TRUE
 WHERE
     m.episode_id IS NULL
-    AND m.categories <@ coalesce(s.tags, '{}')
+    AND g.labels <@ coalesce(s.tags, '{}')
     AND (NOT r.carrier OR m.created_at > s.created_at);
 
 -- Undigested work that waits for a tagged model, and why: the "says why" of invariant 9. One
@@ -298,8 +328,9 @@ pending AS (
     SELECT
         m.thread_id,
         m.id,
-        m.categories
+        g.labels AS categories
     FROM ember.messages AS m
+    INNER JOIN ember.generations AS g ON m.generation_id = g.id
     LEFT JOIN steward AS s ON TRUE
     LEFT JOIN ember.backlog AS b ON m.id = b.id
     WHERE

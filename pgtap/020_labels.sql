@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(43);
+SELECT plan(44);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -46,16 +46,20 @@ SELECT is((SELECT categories FROM ember.messages WHERE content = 'my knee hurts'
 SELECT ember.append_message('chat', 'user', 'hi there');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'hi there'), '{}'::text[],
           'an uncategorised thread''s rows carry no labels');
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-sonnet-4-5';
+SELECT ember.set_thread_model('chat', 'claude-sonnet-4-5');
 SELECT ember.append_message('chat', 'event', 'from doc', NULL, NULL, NULL, NULL, NULL, 'doc');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'from doc'), '{health}'::text[],
-          'a non-carrier row with from_thread carries its thread''s category and what the row brought');
-SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'chat'), 0,
-          'and a non-carrier records no generation source');
+          'a non-carrier row with from_thread carries what the row brought');
+SELECT is(ember.generation_labels(ember.latest_generation('chat')), '{health}'::text[],
+          'and so does the receiving generation of a thread that is not a carrier');
+SELECT is((SELECT via || '/' || source_thread FROM ember.generation_sources WHERE thread_id = 'chat'), 'message/doc',
+          'and it records the source like any generation');
 INSERT INTO ember.messages (seq, thread_id, generation_id, role, author, content, categories)
 VALUES (nextval('ember.message_seq'), 'chat', ember.latest_generation('chat'), 'user', 'human',
         'forged', '{finance}');
-SELECT is((SELECT categories FROM ember.messages WHERE content = 'forged'), '{}'::text[],
-          'the writer''s own categories are ignored: the database stamps the row');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'forged'), '{health}'::text[],
+          'the writer''s own categories are ignored: the row carries its generation''s labels');
 
 -- Labels never shrink.
 SELECT throws_ok($$UPDATE ember.generation_sources SET source_thread = 'chat' WHERE source_thread = 'doc'$$,
@@ -110,9 +114,8 @@ SELECT is((SELECT source_generation FROM ember.generation_sources
            WHERE thread_id = 'memory-steward' AND source_thread = 'bank'),
           (SELECT id FROM ember.generations WHERE thread_id = 'main' AND ordinal = 1),
           'the source row names the generation that was read');
-SELECT throws_ok(format($$SELECT ember.report_read_generations(%L, ARRAY[%L::uuid])$$,
-                        ember.latest_generation('chat'), ember.latest_generation('doc')),
-                 'EM012', NULL, 'only a label carrier''s generation records what it read');
+SELECT is(ember.report_read_generations(ember.latest_generation('empty'), ARRAY[ember.latest_generation('bank')]),
+          '{finance,travel}'::text[], 'any generation that reads grows by the labels of what it read');
 SELECT throws_ok(format($$SELECT ember.report_read_generations(%L, ARRAY[%L::uuid, '00000000-0000-0000-0000-000000000001'])$$,
                         ember.latest_generation('memory-steward'), ember.latest_generation('chat')),
                  'EM020', NULL, 'an unknown generation read is a named error');

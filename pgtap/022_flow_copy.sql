@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(50);
+SELECT plan(51);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -27,8 +27,10 @@ SELECT is(ember.check_carrier_flow('main', 'tagged'), '{health}'::text[],
           'flow from a labelled main to a thread whose model is tagged is allowed');
 SELECT throws_ok($$SELECT ember.check_carrier_flow('main', 'nomodel')$$, 'EM024', NULL,
                  'a thread without a pinned model receives nothing labelled');
-SELECT is(ember.check_carrier_flow('doc', 'plain'), '{}'::text[],
-          'a thread that is not a carrier has no flow rule');
+SELECT throws_ok($$SELECT ember.check_carrier_flow('doc', 'plain')$$, 'EM024', NULL,
+          'a category thread''s labels do not flow to an untagged thread either');
+SELECT is(ember.check_carrier_flow('doc', 'main'), '{health}'::text[],
+          'a label carrier gathers from a thread that is not one: the labels travel, and grow its set');
 SELECT throws_ok($$SELECT ember.check_carrier_flow('ghost', 'plain')$$, 'EM001', NULL, 'an unknown sender is a named error');
 SELECT throws_ok($$SELECT ember.check_carrier_flow('main', 'ghost')$$, 'EM001', NULL, 'an unknown receiver is a named error');
 

@@ -23,7 +23,7 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread(NULL, 'plain')$$, 'EM029', 'u
                  'an unstated viewer is refused, not taken for the person');
 SELECT throws_ok($$SELECT * FROM ember.read_thread('human', 'ghost')$$, 'EM001', NULL,
                  'an unknown thread is a named error');
-SELECT throws_ok($$SELECT ember.create_thread('human', 'side')$$, 'EM012', NULL,
+SELECT throws_ok($$SELECT ember.create_thread('human', 'side')$$, 'EM016', NULL,
                  'no thread may take the id that names the person');
 
 -- The steward's record: an honest error for everyone.
@@ -37,7 +37,7 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread('memory-steward', 'memory-ste
 
 -- Isolated threads: never to an automated viewer.
 SELECT throws_ok($$SELECT * FROM ember.read_thread('doc', 'vault')$$, 'EM028',
-                 'read_thread: viewer "doc" may not read: "vault" is isolated: nothing automated reads it',
+                 'read_thread: no thread "vault" is readable by viewer "doc"',
                  'an isolated thread is refused to an automated viewer');
 SELECT throws_ok($$SELECT * FROM ember.read_thread('memory-steward', 'vault')$$, 'EM028', NULL,
                  'even to the steward');
@@ -57,7 +57,7 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread('human', 'doc', 0)$$, 'EM012'
 
 -- Main: hidden from every automated viewer but the steward.
 SELECT throws_ok($$SELECT * FROM ember.read_thread('plain', 'main')$$, 'EM028',
-                 'read_thread: viewer "plain" may not read: "main" is a label carrier''s record: hidden from every automated viewer but the memory steward',
+                 'read_thread: no thread "main" is readable by viewer "plain"',
                  'main is hidden from an agent');
 SELECT throws_ok($$SELECT * FROM ember.read_thread('doc', 'main')$$, 'EM028', NULL,
                  'even from one whose model is tagged for everything main carries');

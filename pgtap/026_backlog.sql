@@ -72,10 +72,10 @@ SELECT ember.start_generation('main', '2026-12-01 10:00Z');
 SELECT ember.append_message('main', 'user', 'new day', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 10:01Z');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
 SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.backlog WHERE thread_id = 'main'),
-          '{"remember I hate calls","new day"}'::text[],
-          'a clean generation of main is read, and so are earlier rows stamped before the label arrived');
-SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'main'), 1,
-          'while the labelled row of the earlier generation waits');
+          '{"new day"}'::text[],
+          'a clean generation of main is read; every row of the wider earlier generation waits, even one stamped before the label arrived (its generation is reported read as a whole)');
+SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'main'), 2,
+          'the earlier generation''s rows wait, together');
 SELECT ok((SELECT bool_and(NOT ember.is_steward_thread(thread_id) AND NOT ember.is_isolated(thread_id))
            FROM ember.backlog), 'no backlog row belongs to the steward or an isolated thread');
 

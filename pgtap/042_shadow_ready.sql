@@ -7,7 +7,7 @@ SELECT ember.define_category('finance');
 SELECT ember.create_thread('main', 'main');
 SELECT ember.create_thread('vault', 'side', NULL, NULL, 'isolated');
 SELECT ember.ensure_steward_thread();
-SELECT ember.create_thread('h', 'side', NULL, NULL, 'open', 'claude-sonnet-4-6');
+SELECT ember.create_thread('h', 'side', NULL, NULL, 'open', 'claude-sonnet-4-6', '2026-03-01 11:00+00');
 SELECT ember.shadow_activate('2026-03-01 11:00+00');
 
 CREATE FUNCTION pg_temp.req(p_model text, p_tool boolean, p_chars integer) RETURNS text

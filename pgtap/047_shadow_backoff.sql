@@ -61,7 +61,7 @@ SELECT isnt(pg_temp.failing_offer('s', 430), NULL, 'after a success, failures co
 SELECT is(pg_temp.failing_offer('s', 440), NULL, 'and three new failures hold the thread back again');
 
 -- Failures count within one generation.
-SELECT ember.create_thread('g', 'side');
+SELECT ember.create_thread('g', 'side', p_now => pg_temp.at(-60));
 SELECT ember.append_message('g', 'assistant', 'gen 1 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
                                started_at, finished_at, worker, lease_token, lease_expires_at)
