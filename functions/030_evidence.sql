@@ -7,22 +7,23 @@
 -- the trigger in 031_proposal_guard.sql), and the kind rules (check_evidence). The shadow
 -- submit and the steward share check_evidence; only the lineage rule differs between them.
 
--- A non-negative JSON integer that fits a bigint (token counts, ids, latencies).
+-- The one definition of an id and of a count (token counts, latencies, message ids): a JSON
+-- number written as a plain non-negative integer that fits a bigint. `396` is one; `396.0`,
+-- `"396"`, `-1` and `1.5` are not. Integer-only rather than "any number with a zero fraction":
+-- every writer we have (the worker's JSON, the model's tool input validated by pydantic) writes
+-- integers as integers, so a fraction is a bug to surface, and one rule here means every later
+-- ::bigint cast of a value that passed it cannot fail. jsonb keeps a number's written scale
+-- (396.0 stays 396.0), so the text form decides; an exponent that jsonb normalises to an
+-- integer (4e2 is stored as 400) is an integer.
 CREATE OR REPLACE FUNCTION ember.jsonb_is_count(p_value jsonb)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT coalesce(
-        jsonb_typeof(p_value) = 'number'
-        AND CASE
-            WHEN jsonb_typeof(p_value) = 'number' THEN
-                (p_value #>> '{}')::numeric >= 0
-                AND (p_value #>> '{}')::numeric = trunc((p_value #>> '{}')::numeric)
-                AND (p_value #>> '{}')::numeric <= 9223372036854775807
-            ELSE false
-        END,
-        false
-    )
+    SELECT CASE
+        WHEN jsonb_typeof(p_value) = 'number' AND (p_value #>> '{}') ~ '^(0|[1-9][0-9]{0,18})$'
+            THEN (p_value #>> '{}')::numeric <= 9223372036854775807
+        ELSE false
+    END
 $$;
 
 -- Whether a message is only a question. "A question is not a decision": a user-stated fact
@@ -47,7 +48,9 @@ AS $$
 $$;
 
 -- The pointer shape, or NULL when well formed: a non-empty JSON array whose every element is
--- exactly {"message_id": <positive integer>} or {"generation_id": "<uuid>"}, nothing more.
+-- exactly {"message_id": <positive integer>} or {"generation_id": "<uuid>"}, nothing more, and no
+-- pointer twice (a repeated pointer pads the evidence without adding any: a model citing the same
+-- row twice is counting, not reading).
 -- Strict like the seed's zod .strict(): an extra key is more likely a model inventing a field
 -- (a "thread_id" it hopes will be honoured) than harmless noise, so it is refused, not ignored.
 CREATE OR REPLACE FUNCTION ember.evidence_shape_error(p_evidence jsonb)
@@ -58,6 +61,7 @@ DECLARE
     e jsonb;
     i bigint;
     v_keys text[];
+    v_repeat text;
 BEGIN
     IF p_evidence IS NULL OR jsonb_typeof(p_evidence) = 'null' THEN
         RETURN 'evidence is missing';
@@ -75,7 +79,7 @@ BEGIN
         END IF;
         SELECT array_agg(k ORDER BY k) INTO v_keys FROM jsonb_object_keys(e) AS k;
         IF v_keys = ARRAY['message_id'] THEN
-            IF NOT ember.jsonb_is_count(e -> 'message_id') OR (e ->> 'message_id')::numeric = 0 THEN
+            IF NOT ember.jsonb_is_count(e -> 'message_id') OR e ->> 'message_id' = '0' THEN
                 RETURN format('pointer %s: message_id must be a positive integer, got %s', i, e -> 'message_id');
             END IF;
         ELSIF v_keys = ARRAY['generation_id'] THEN
@@ -88,7 +92,21 @@ BEGIN
                           i, coalesce(array_to_string(v_keys, ', '), 'none'));
         END IF;
     END LOOP;
-    RETURN NULL;
+    SELECT format('pointer %s repeats pointer %s (%s)', d.ordinality, d.first, d.pointer)
+    INTO v_repeat
+    FROM (
+        SELECT
+            x.ordinality,
+            coalesce('message ' || (x.value ->> 'message_id'), 'generation ' || lower(x.value ->> 'generation_id'))
+                AS pointer,
+            min(x.ordinality) OVER (PARTITION BY x.value ->> 'message_id', lower(x.value ->> 'generation_id'))
+                AS first
+        FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x
+    ) AS d
+    WHERE d.ordinality > d.first
+    ORDER BY d.ordinality
+    LIMIT 1;
+    RETURN v_repeat;
 END;
 $$;
 
@@ -183,11 +201,38 @@ BEGIN
 END;
 $$;
 
+-- Evidence limited to what the model saw (issue 8, item 7), or NULL when it holds: every pointer
+-- names a message in p_seen_messages or a generation in p_seen_generations. Call it on evidence
+-- whose shape is valid (evidence_shape_error, which also refuses a repeated pointer). The shadow
+-- submit passes the rows its run rendered (cold) or the thread's rows up to through_seq in the
+-- run's generation (hot), and that generation; the steward passes what its run read. A pointer
+-- outside the set names a row the model never read: a guess, however real the row is.
+CREATE OR REPLACE FUNCTION ember.evidence_seen_error(
+    p_evidence jsonb, p_seen_messages bigint[], p_seen_generations uuid[] DEFAULT '{}'
+)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT format('pointer %s (%s): not a row or generation this run''s model read', x.ordinality,
+                  coalesce('message ' || (x.value ->> 'message_id'), 'generation ' || (x.value ->> 'generation_id')))
+    FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x
+    WHERE CASE
+        WHEN x.value ? 'message_id'
+            THEN NOT coalesce((x.value ->> 'message_id')::bigint = ANY(p_seen_messages), false)
+        ELSE NOT coalesce((x.value ->> 'generation_id')::uuid = ANY(p_seen_generations), false)
+    END
+    ORDER BY x.ordinality
+    LIMIT 1
+$$;
+
 -- NULL when the evidence justifies the kind, else the reason.
 --   user-stated       every pointer is a human user message (author human, role user)
 --   user-accepted     every pointer is a conclusion (an assistant message) or a human user
---                     message, and some human user message in the same thread comes after a
---                     cited conclusion: both halves are required, silence is not acceptance
+--                     message; every cited conclusion is followed, later in its thread and before
+--                     the thread's next assistant message, by a cited human message (the explicit
+--                     acceptance: silence is not acceptance, and a "yes" after a later conclusion
+--                     answers that one); and every cited human message is such an acceptance of a
+--                     cited conclusion. A pointer that fits no part of the rule is named.
 --   tool-verified     every pointer is a tool result with status ok
 --   observed-outcome  every pointer is a tool result with status ok, or a generation
 -- Every pointer must fit the kind, not just one: a pointer that does not support the claim is
@@ -195,11 +240,17 @@ $$;
 -- invented reference behind a real one.
 -- p_same_thread (the shadow mode, the default) adds the lineage rule; the steward, which reads
 -- many threads, passes false. In both modes nothing may point into an isolated thread.
+-- p_seen_messages / p_seen_generations, when either is given, add evidence_seen_error: the
+-- pointers must name what the run's model saw.
+-- The four-argument form this replaces would make every four-argument call ambiguous.
+DROP FUNCTION IF EXISTS ember.check_evidence(text, text, jsonb, boolean);
 CREATE OR REPLACE FUNCTION ember.check_evidence(
     p_thread text,
     p_kind text,
     p_evidence jsonb,
-    p_same_thread boolean DEFAULT TRUE
+    p_same_thread boolean DEFAULT TRUE,
+    p_seen_messages bigint[] DEFAULT NULL,
+    p_seen_generations uuid[] DEFAULT NULL
 )
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -225,14 +276,15 @@ BEGIN
 
     IF coalesce(p_same_thread, true) THEN
         v_reason := ember.evidence_lineage_error(p_thread, p_evidence);
-        IF v_reason IS NOT NULL THEN
-            RETURN v_reason;
-        END IF;
     ELSE
         v_reason := ember.evidence_shape_error(p_evidence);
-        IF v_reason IS NOT NULL THEN
-            RETURN v_reason;
-        END IF;
+    END IF;
+    IF v_reason IS NULL AND (p_seen_messages IS NOT NULL OR p_seen_generations IS NOT NULL) THEN
+        v_reason := ember.evidence_seen_error(p_evidence, coalesce(p_seen_messages, '{}'),
+                                              coalesce(p_seen_generations, '{}'));
+    END IF;
+    IF v_reason IS NOT NULL THEN
+        RETURN v_reason;
     END IF;
 
     FOR t IN SELECT * FROM ember.evidence_targets(p_evidence) LOOP
@@ -267,21 +319,66 @@ BEGIN
     END LOOP;
 
     IF p_kind = 'user-accepted' THEN
-        IF NOT EXISTS (SELECT 1 FROM ember.evidence_targets(p_evidence) AS c WHERE c.role = 'assistant') THEN
-            RETURN 'user-accepted evidence needs the conclusion it accepts (an assistant message)';
-        END IF;
-        IF NOT EXISTS (
-            SELECT 1
-            FROM ember.evidence_targets(p_evidence) AS c
-            JOIN ember.evidence_targets(p_evidence) AS a
-                ON a.thread_id = c.thread_id AND a.seq > c.seq
-                AND a.role = 'user' AND a.author = 'human'
-            WHERE c.role = 'assistant'
-        ) THEN
-            RETURN 'user-accepted evidence needs a human user message, in the same thread and after '
-                   'the conclusion, that accepts it';
-        END IF;
+        RETURN ember.user_accepted_error(p_evidence);
     END IF;
     RETURN NULL;
 END;
+$$;
+
+-- The pairing half of the user-accepted rule (see check_evidence), on pointers that are all
+-- conclusions or human user messages. A conclusion's answer window runs from it to the next
+-- assistant message of its thread (cited or not): a human message in that window answers it,
+-- one after it answers something else.
+CREATE OR REPLACE FUNCTION ember.user_accepted_error(p_evidence jsonb)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    WITH t AS (
+        SELECT * FROM ember.evidence_targets(p_evidence)
+    ),
+
+    c AS (
+        SELECT
+            t.ordinal,
+            t.message_id,
+            t.thread_id,
+            t.seq,
+            coalesce((
+                SELECT min(n.seq) FROM ember.messages AS n
+                WHERE n.thread_id = t.thread_id AND n.role = 'assistant' AND n.seq > t.seq
+            ), 9223372036854775807) AS window_end
+        FROM t WHERE t.role = 'assistant'
+    ),
+
+    h AS (
+        SELECT t.ordinal, t.message_id, t.thread_id, t.seq FROM t WHERE t.role = 'user' AND t.author = 'human'
+    )
+
+    SELECT CASE
+        WHEN NOT EXISTS (SELECT 1 FROM c)
+            THEN 'user-accepted evidence needs the conclusion it accepts (an assistant message)'
+        ELSE (
+            SELECT x.reason FROM (
+                SELECT c.ordinal, ember.evidence_pointer_label(c.ordinal, c.message_id, NULL)
+                    || ': user-accepted evidence needs a human user message, in the same thread and '
+                    || 'after the conclusion but before the next assistant message, that accepts it' AS reason
+                FROM c
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM h
+                    WHERE h.thread_id = c.thread_id AND h.seq > c.seq AND h.seq < c.window_end
+                )
+                UNION ALL
+                SELECT h.ordinal, ember.evidence_pointer_label(h.ordinal, h.message_id, NULL)
+                    || ': this human message accepts no cited conclusion (it must come after one, in '
+                    || 'the same thread, before the next assistant message)'
+                FROM h
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM c
+                    WHERE c.thread_id = h.thread_id AND h.seq > c.seq AND h.seq < c.window_end
+                )
+            ) AS x
+            ORDER BY x.ordinal
+            LIMIT 1
+        )
+    END
 $$;

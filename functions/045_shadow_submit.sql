@@ -100,8 +100,13 @@ $$;
 
 -- One proposal's error, or NULL when it may be stored as valid: an object with exactly a
 -- non-blank "text", an "evidence_kind" and "evidence" that check_evidence accepts in shadow
--- mode (every pointer and its lineage in p_thread).
-CREATE OR REPLACE FUNCTION ember.shadow_proposal_error(p_thread text, p_proposal jsonb)
+-- mode (every pointer and its lineage in p_thread, no pointer twice, and, given the run's seen
+-- sets, only rows and generations its model saw).
+DROP FUNCTION IF EXISTS ember.shadow_proposal_error(text, jsonb);
+CREATE OR REPLACE FUNCTION ember.shadow_proposal_error(
+    p_thread text, p_proposal jsonb,
+    p_seen_messages bigint[] DEFAULT NULL, p_seen_generations uuid[] DEFAULT NULL
+)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
@@ -122,7 +127,8 @@ BEGIN
     IF jsonb_typeof(p_proposal -> 'evidence_kind') IS DISTINCT FROM 'string' THEN
         RETURN 'evidence_kind must be a string';
     END IF;
-    RETURN ember.check_evidence(p_thread, p_proposal ->> 'evidence_kind', p_proposal -> 'evidence', true);
+    RETURN ember.check_evidence(p_thread, p_proposal ->> 'evidence_kind', p_proposal -> 'evidence', true,
+                                p_seen_messages, p_seen_generations);
 END;
 $$;
 
@@ -157,6 +163,7 @@ DECLARE
     v_status text;
     v_error text;
     v_labels text[];
+    v_seen bigint[];
     p jsonb;
     i bigint;
     v_count integer := 0;
@@ -225,10 +232,18 @@ BEGIN
     IF v_status = 'completed' THEN
         -- The categories the shadow call carried: what its generation had read.
         v_labels := coalesce(ember.generation_labels(r.generation_id), '{}');
+        -- What the run's model saw: cold, the rows its pages rendered (the generation's rows above
+        -- from_seq through through_seq); hot, the generation's rows through through_seq, which
+        -- the replayed prefix and the question's row list held. And the generation itself.
+        v_seen := ARRAY(
+            SELECT m.id FROM ember.messages AS m
+            WHERE m.generation_id = r.generation_id AND m.seq <= r.through_seq
+                AND (r.path = 'hot' OR m.seq > r.from_seq)
+        );
         FOR p, i IN
             SELECT x.value, x.ordinality FROM jsonb_array_elements(p_outcome -> 'proposals') WITH ORDINALITY AS x
         LOOP
-            v_reason := ember.shadow_proposal_error(r.thread_id, p);
+            v_reason := ember.shadow_proposal_error(r.thread_id, p, v_seen, ARRAY[r.generation_id]);
             INSERT INTO ember.shadow_proposals (
                 run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence,
                 categories, validation_error, created_at

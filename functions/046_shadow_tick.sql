@@ -54,6 +54,7 @@ AS $$
 DECLARE
     v_dropped text[];
     v_abandoned bigint[] := '{}';
+    v_cancelled bigint[] := '{}';
     v_signalled jsonb := '{}';
     v_ready integer;
     rec record;
@@ -87,14 +88,27 @@ BEGIN
     )
     ORDER BY t.id
     FOR UPDATE OF t;
+    -- A run the user interrupted (cancel_requested) is recorded as cancelled, the way its own
+    -- submit would have recorded it: the database already knows why it stopped, and "lease
+    -- expired" would count it as a lost worker. Neither kind counts toward failure backoff.
     FOR rec IN
         UPDATE ember.shadow_runs
-        SET status = 'abandoned', finished_at = greatest(p_now, started_at), error = 'lease expired'
+        SET status = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'abandoned' END,
+            finished_at = greatest(p_now, started_at),
+            error = CASE
+                WHEN NOT cancel_requested THEN 'lease expired'
+                WHEN ember.is_isolated(thread_id) THEN 'thread-isolated'
+                ELSE 'interrupted-by-user'
+            END
         WHERE status = 'running' AND lease_expires_at <= p_now
-        RETURNING id, thread_id
+        RETURNING id, thread_id, status
     LOOP
-        v_abandoned := v_abandoned || rec.id;
-        PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+        IF rec.status = 'cancelled' THEN
+            v_cancelled := v_cancelled || rec.id;
+        ELSE
+            v_abandoned := v_abandoned || rec.id;
+            PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+        END IF;
     END LOOP;
 
     FOR rec IN SELECT c.thread_id, c.condition FROM ember.shadow_tick_candidates(p_now) AS c
@@ -121,6 +135,7 @@ BEGIN
     RETURN jsonb_build_object(
         'prefixes_dropped', to_jsonb(v_dropped),
         'runs_abandoned', to_jsonb(v_abandoned),
+        'runs_cancelled', to_jsonb(v_cancelled),
         'signalled', v_signalled,
         'ready', v_ready
     );
