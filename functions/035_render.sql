@@ -2,10 +2,25 @@
 -- question use it now, the steward's backlog pages will use it later, so both pipelines read the
 -- same text and a comparison between them is not a comparison of two formats.
 --
--- A row renders as `m:<id> <role>(<author>): <content>`; the id is there so a model can cite the
--- row as evidence. The user's own words are kept whole (they are the best evidence there is);
--- assistant and event text, tool calls and tool results are shortened, always with a marker that
--- says how much was cut, so a reader never mistakes a cut for the whole.
+-- A page is lines. A page opens with a header line (`# `: the thread's title and id, the
+-- generation and when it started, in UTC), repeated where the generation changes. Every other
+-- line is one whole row: `m:<id> <role>(<author>)[ <date>]: <content>`; the id is there so a
+-- model can cite the row as evidence, and the date (YYYY-MM-DD, UTC) is shown on a page's first
+-- row and wherever it changes, so the reader can answer "when" at the cost of a few tokens.
+--
+-- Row boundaries are unambiguous whatever the content holds (issue 8, item 6): a row never spans
+-- lines. Content and every rendered piece of metadata are escaped (ember.render_escape): a
+-- backslash is written `\\`, a line feed `\n`, a carriage return `\r`, and every other control or
+-- separator character that some reader might break a line at (vertical tab, form feed, the
+-- file/group/record separators, NEL, U+2028, U+2029, and the rest of C0 and C1 but tab) as
+-- `\uXXXX`. So text that looks like a row header inside content stays inside its row, and a line
+-- that starts with `m:` is always a real row. Indenting continuation lines would keep long texts
+-- more readable, but then a reader has to count indentation right to stay safe, while a line is
+-- a line. The prompts (prompts/cold_reader.md, prompts/shadow_question.md) explain the format.
+--
+-- The user's own words are kept whole (they are the best evidence there is); assistant and event
+-- text, tool calls and tool results are shortened, always with a marker that says how much was
+-- cut, so a reader never mistakes a cut for the whole.
 
 -- Ember's token estimate: ceil(code points / 4), 0 for ''. Not a tokenizer: the simulator
 -- (worker/ember/tokens.py) uses the same rule, and agreement between the page splitter and the
@@ -44,14 +59,41 @@ AS $$
     END
 $$;
 
--- One row as text. `p_max_chars`, when given, bounds the whole rendered row (the pager passes
--- its page size, so that one huge user message still fits a page); without it only the
--- per-kind limits of the settings apply.
+-- Text escaped for a rendered line: no character of the result starts a new line in any reader.
+CREATE OR REPLACE FUNCTION ember.render_escape(p_text text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+DECLARE
+    v text := replace(p_text, E'\\', E'\\\\');
+    c text;
+BEGIN
+    v := replace(replace(replace(v, E'\r\n', E'\\n'), E'\n', E'\\n'), E'\r', E'\\r');
+    -- The rest, rarely present, one distinct character at a time.
+    FOR c IN
+        SELECT DISTINCT x[1]
+        FROM regexp_matches(
+            v, '([' || chr(1) || '-' || chr(8) || chr(11) || '-' || chr(31) || chr(127) || '-' || chr(159)
+            || chr(8232) || chr(8233) || '])', 'g'
+        ) AS x
+    LOOP
+        v := replace(v, c, '\u' || lpad(to_hex(ascii(c)), 4, '0'));
+    END LOOP;
+    RETURN v;
+END;
+$$;
+
+-- One row as text, on one line. `p_max_chars`, when given, bounds the whole rendered row (the
+-- pager passes what is left of its page, so that one huge user message still fits a page);
+-- without it only the per-kind limits of the settings apply. `p_show_date` adds the row's date.
 --
 -- A row of an isolated thread is refused rather than skipped: every caller is supposed to have
 -- filtered those out already, and a silent skip would hide the caller's bug while an error stops
 -- the leak where it starts (invariant 1).
-CREATE OR REPLACE FUNCTION ember.render_row(m ember.messages, p_max_chars integer DEFAULT NULL)
+DROP FUNCTION IF EXISTS ember.render_row(ember.messages, integer);
+CREATE OR REPLACE FUNCTION ember.render_row(
+    m ember.messages, p_max_chars integer DEFAULT NULL, p_show_date boolean DEFAULT FALSE
+)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
@@ -74,27 +116,34 @@ BEGIN
             USING ERRCODE = 'EM034';
     END IF;
 
+    -- Tool names and thread ids are identifiers (EM018) and escaped all the same: a row written
+    -- before that rule, or by a raw INSERT, must not be able to break the line either.
     v_head := 'm:' || m.id || ' ' || CASE m.role
         WHEN 'tool_result' THEN
-            'tool_result ' || coalesce(m.tool_name, 'unknown_tool') || ' [' || m.tool_status || ']'
+            'tool_result ' || ember.render_escape(coalesce(m.tool_name, 'unknown_tool'))
+            || ' [' || m.tool_status || ']'
         WHEN 'event' THEN
-            'event(' || m.author || ')' || coalesce(' from ' || m.from_thread, '')
+            'event(' || m.author || ')' || coalesce(' from ' || ember.render_escape(m.from_thread), '')
         ELSE m.role || '(' || m.author || ')'
-    END || ': ';
+    END
+    || CASE WHEN p_show_date THEN ' ' || to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') ELSE '' END
+    || ': ';
 
-    v_body := CASE m.role
+    v_body := ember.render_escape(CASE m.role
         WHEN 'user' THEN m.content
         WHEN 'tool_result' THEN ember.shorten(m.content, ember.setting_int('render_tool_chars'))
         ELSE ember.shorten(m.content, ember.setting_int('render_text_chars'))
-    END;
+    END);
 
     -- Tool calls live in the provider's raw blocks. Only their name and input are shown, the
     -- input shortened like a tool result: the call's arguments are rarely the evidence, the
     -- result or the user's reply is.
     IF m.role = 'assistant' AND m.blocks IS NOT NULL AND json_typeof(m.blocks) = 'array' THEN
         SELECT string_agg(
-            '[tool call ' || coalesce(b ->> 'name', 'unknown_tool') || ' '
-            || ember.shorten(coalesce(b -> 'input', '{}'::json)::text, ember.setting_int('render_tool_chars'))
+            '[tool call ' || ember.render_escape(coalesce(b ->> 'name', 'unknown_tool')) || ' '
+            || ember.render_escape(
+                ember.shorten(coalesce(b -> 'input', '{}'::json)::text, ember.setting_int('render_tool_chars'))
+            )
             || ']',
             ' ' ORDER BY ord
         )
@@ -112,10 +161,28 @@ BEGIN
 END;
 $$;
 
+-- The header line that opens a page and marks a change of generation: the thread's title
+-- (escaped, and shortened to 60 characters: it is a label, not content), its id, the generation
+-- (a reader may cite it as {"generation_id": ...}) and the generation's start, in UTC.
+CREATE OR REPLACE FUNCTION ember.render_page_header(p_generation uuid)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT '# ' || coalesce(ember.render_escape(ember.shorten_to(nullif(btrim(t.title), ''), 60)), '(untitled)')
+        || ' · thread ' || ember.render_escape(t.id)
+        || ' · generation ' || g.id
+        || ' · started ' || to_char(g.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC'
+    FROM ember.generations AS g
+    INNER JOIN ember.threads AS t ON g.thread_id = t.id
+    WHERE g.id = p_generation
+$$;
+
 -- The pager: the given messages, rendered in seq order and packed greedily into pages of at most
 -- `p_page_tokens` (default: the cold_page_tokens setting) estimated tokens. A page is measured as
--- its rows joined by one newline, which is how a reader sends it, so the bound holds for the text
--- the model actually receives. Returns [[row, ...], ...].
+-- its lines joined by one newline, which is how a reader sends it: the joining newline counts, so
+-- rows that would exactly fill a page without it split. The bound thus holds for the text the
+-- model actually receives. Returns [[line, ...], ...]: each page's first line is a header (see
+-- the top of this file), then rows, with another header where the generation changes.
 CREATE OR REPLACE FUNCTION ember.render_pages(p_message_ids bigint[], p_page_tokens integer DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -126,25 +193,44 @@ DECLARE
     v_pages jsonb := '[]';
     v_page jsonb := '[]';
     v_chars integer := 0;
-    v_row text;
+    v_lines text[];
+    v_header text;
+    v_generation uuid;
+    v_date text;
+    v_row_date text;
+    v_need integer;
     m ember.messages;
 BEGIN
-    IF v_tokens IS NULL OR v_tokens < 25 THEN
-        RAISE EXCEPTION 'a page must hold at least 25 estimated tokens, got %', v_tokens
-            USING ERRCODE = 'EM034';
+    IF v_tokens IS NULL OR v_tokens < 128 THEN
+        RAISE EXCEPTION 'a page must hold at least 128 estimated tokens, got %', v_tokens
+            USING ERRCODE = 'EM034', HINT = 'a page holds a header line and at least one row';
     END IF;
     v_limit := v_tokens * 4;  -- ceil(chars / 4) <= tokens exactly when chars <= 4 * tokens
     FOR m IN
         SELECT * FROM ember.messages WHERE id = ANY (p_message_ids) ORDER BY seq
     LOOP
-        v_row := ember.render_row(m, v_limit);
-        IF jsonb_array_length(v_page) > 0 AND v_chars + 1 + char_length(v_row) > v_limit THEN
+        v_header := ember.render_page_header(m.generation_id);
+        v_row_date := to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
+        -- On the current page: a header when the generation changes, the date when it changes.
+        v_lines := CASE WHEN m.generation_id IS DISTINCT FROM v_generation THEN ARRAY[v_header] ELSE '{}' END
+            || ember.render_row(
+                m, v_limit - char_length(v_header) - 1,
+                m.generation_id IS DISTINCT FROM v_generation OR v_row_date IS DISTINCT FROM v_date
+            );
+        v_need := (SELECT sum(char_length(l) + 1)::integer FROM unnest(v_lines) AS l);
+        IF v_chars > 0 AND v_chars + v_need > v_limit THEN
             v_pages := v_pages || jsonb_build_array(v_page);
             v_page := '[]';
             v_chars := 0;
+            -- A new page opens with the header and shows the date again.
+            v_lines := ARRAY[v_header, ember.render_row(m, v_limit - char_length(v_header) - 1, true)];
+            v_need := (SELECT sum(char_length(l) + 1)::integer FROM unnest(v_lines) AS l);
         END IF;
-        v_chars := v_chars + char_length(v_row) + CASE WHEN jsonb_array_length(v_page) > 0 THEN 1 ELSE 0 END;
-        v_page := v_page || to_jsonb(v_row);
+        -- Every line but a page's first is preceded by the newline that joins it.
+        v_chars := v_chars + v_need - CASE WHEN v_chars = 0 THEN 1 ELSE 0 END;
+        v_page := v_page || to_jsonb(v_lines);
+        v_generation := m.generation_id;
+        v_date := v_row_date;
     END LOOP;
     IF jsonb_array_length(v_page) > 0 THEN
         v_pages := v_pages || jsonb_build_array(v_page);

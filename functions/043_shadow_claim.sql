@@ -29,6 +29,7 @@ DECLARE
     v_found boolean := false;
     v_path text;
     v_model text;
+    v_tags text[];
     v_ids bigint[];
     v_through bigint;
     pf ember.shadow_prefixes;
@@ -74,6 +75,17 @@ BEGIN
                 RETURN NULL;
             END IF;
         END IF;
+    END IF;
+
+    -- Lock the model row the plan routes to (FOR SHARE) and check its tags again: a tag removal
+    -- that committed after shadow_ready looked is seen here (a locked row is read in its latest
+    -- version), and one that has not committed waits for this claim, and then finds the running
+    -- run that relies on the tag (models_tags_known refuses it). Without the lock, labelled pages
+    -- could go to a model that lost the tag a moment before. A failed re-check gives no plan now;
+    -- the thread's offer stands, and the next claim routes afresh.
+    SELECT md.tags INTO v_tags FROM ember.models AS md WHERE md.id = v_model FOR SHARE;
+    IF NOT coalesce(v_tags @> ember.generation_labels(r.generation_id), false) THEN
+        RETURN NULL;
     END IF;
 
     SELECT array_agg(m.id ORDER BY m.seq), max(m.seq) INTO v_ids, v_through

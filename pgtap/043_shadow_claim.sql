@@ -11,9 +11,13 @@ SELECT ember.shadow_activate('2026-03-01 11:00+00');
 
 CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
 LANGUAGE sql AS $$ SELECT '2026-03-01 12:00+00'::timestamptz + p_minutes * interval '1 minute' $$;
+-- A page as the pager writes it: the generation's header line, then the rows, the first with its date.
 CREATE FUNCTION pg_temp.rendered(p_thread text) RETURNS text[]
 LANGUAGE sql AS $$
-    SELECT array_agg(ember.render_row(m) ORDER BY m.seq) FROM ember.messages AS m WHERE m.thread_id = p_thread
+    SELECT ARRAY[ember.render_page_header(ember.latest_generation(p_thread))]
+        || array_agg(ember.render_row(m, NULL, m.seq = (SELECT min(seq) FROM ember.messages WHERE thread_id = p_thread))
+                     ORDER BY m.seq)
+    FROM ember.messages AS m WHERE m.thread_id = p_thread
 $$;
 
 SELECT is(ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(0)), NULL, 'nothing ready, nothing claimed');
@@ -59,7 +63,7 @@ SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(5));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(6)) AS plan2 \gset
 SELECT is((:'plan2'::jsonb ->> 'from_seq')::bigint, (:'plan'::jsonb ->> 'through_seq')::bigint,
           'the next run reads from the last completed run''s through_seq');
-SELECT is(:'plan2'::jsonb -> 'pages' -> 0 ->> 0, 'm:' || :later || ' assistant(agent): Later',
+SELECT is(:'plan2'::jsonb -> 'pages' -> 0 ->> 1, 'm:' || :later || ' assistant(agent) 2026-03-01: Later',
           'and only the rows after it');
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(7) WHERE thread_id = 'c' AND status = 'running';
 
