@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(20);
+SELECT plan(22);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -78,6 +78,19 @@ SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'mai
           'the earlier generation''s rows wait, together');
 SELECT ok((SELECT bool_and(NOT ember.is_steward_thread(thread_id) AND NOT ember.is_isolated(thread_id))
            FROM ember.backlog), 'no backlog row belongs to the steward or an isolated thread');
+
+
+-- A main row written at exactly the steward thread's creation time is out of both views, as the
+-- seed's "created_at >" predicate has it; one a microsecond later is in (issue 8, item 10a).
+SELECT ember.append_message('main', 'user', 'at the instant', p_now => (SELECT created_at FROM ember.threads
+                                                                       WHERE id = 'memory-steward'));
+SELECT ember.append_message('main', 'user', 'just after', p_now => (SELECT created_at + interval '1 microsecond'
+                                                                    FROM ember.threads WHERE id = 'memory-steward'));
+SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.backlog
+           WHERE content IN ('at the instant', 'just after')), '{"just after"}'::text[],
+          'the backlog starts strictly after the steward''s creation');
+SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'main'), 2,
+          'and backlog_waiting agrees: the row at the instant does not wait either');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(59);
+SELECT plan(77);
 
 -- Evidence pointers built from ids: pg_temp.msg(1, 2) = [{"message_id":1},{"message_id":2}].
 CREATE FUNCTION pg_temp.msg(VARIADIC p_ids bigint []) RETURNS jsonb LANGUAGE sql AS $$
@@ -162,6 +162,58 @@ SELECT matches(ember.check_evidence(NULL, 'user-stated', pg_temp.msg(:m_vault), 
                'in an isolated thread', 'steward mode: a message of an isolated thread is refused');
 SELECT matches(ember.check_evidence('vault', 'user-stated', pg_temp.msg(:m_vault)),
                'is isolated', 'shadow: a proposal about an isolated thread is refused');
+
+
+-- One definition of an id (issue 8, item 2): a plain JSON integer; 396.0 is not one.
+SELECT matches(ember.evidence_shape_error(format('[{"message_id": %s.0}]', :m_user)::jsonb),
+               'must be a positive integer', 'an id written N.0 is refused by the shape check');
+SELECT is(ember.check_evidence('s1', 'user-stated', format('[{"message_id": %s.0}]', :m_user)::jsonb, false),
+          format('pointer 1: message_id must be a positive integer, got %s.0', :m_user),
+          'and never reaches a cast (no raw 22P02)');
+SELECT matches(ember.evidence_shape_error('[{"message_id": 99999999999999999999}]'),
+               'must be a positive integer', 'an id beyond bigint is refused, not cast');
+SELECT matches(ember.evidence_shape_error('[{"message_id": "5"}]'), 'must be a positive integer', 'a string id is refused');
+SELECT ok(ember.jsonb_is_count('4e2') AND NOT ember.jsonb_is_count('100.0') AND NOT ember.jsonb_is_count('-1')
+          AND NOT ember.jsonb_is_count('1.5') AND ember.jsonb_is_count('0'),
+          'a count is a plain non-negative integer (jsonb stores 4e2 as 400)');
+
+-- A repeated pointer (issue 8, item 7).
+SELECT is(ember.evidence_shape_error(pg_temp.msg(:m_user, :m_question, :m_user)),
+          format('pointer 3 repeats pointer 1 (message %s)', :m_user), 'a pointer listed twice is refused, naming both');
+SELECT is(ember.evidence_shape_error(jsonb_build_array(jsonb_build_object('generation_id', upper(:'g_s1')),
+                                                       jsonb_build_object('generation_id', :'g_s1'))),
+          format('pointer 2 repeats pointer 1 (generation %s)', :'g_s1'), 'a generation listed twice, in any case, too');
+
+-- Evidence limited to what the model saw: evidence_seen_error, shared with the steward.
+SELECT is(ember.evidence_seen_error(pg_temp.msg(:m_user, :m_accept), ARRAY[:m_user, :m_accept]::bigint[], '{}'), NULL,
+          'pointers inside the seen set are fine');
+SELECT is(ember.evidence_seen_error(pg_temp.msg(:m_user, :m_accept), ARRAY[:m_user]::bigint[], '{}'),
+          format('pointer 2 (message %s): not a row or generation this run''s model read', :m_accept),
+          'a pointer outside the seen rows is named');
+SELECT matches(ember.evidence_seen_error(pg_temp.gen(:'g_s1'), ARRAY[:m_user]::bigint[], '{}'),
+               'pointer 1 \(generation', 'a generation not read is refused');
+SELECT is(ember.evidence_seen_error(pg_temp.gen(:'g_s1'), '{}', ARRAY[:'g_s1'::uuid]), NULL, 'a generation read is fine');
+SELECT matches(ember.check_evidence('s1', 'user-stated', pg_temp.msg(:m_user), true, ARRAY[:m_question]::bigint[]),
+               'not a row or generation this run', 'check_evidence applies the seen sets when given');
+
+-- user-accepted pairs every cited conclusion with an explicit human reply (issue 8, item 3).
+SELECT ember.append_message('s1', 'assistant', 'Conclusion A: tea at four.') AS ua_a \gset
+SELECT ember.append_message('s1', 'user', 'Yes, agreed.') AS ua_yes \gset
+SELECT ember.append_message('s1', 'assistant', 'Conclusion B: and coffee at nine.') AS ua_b \gset
+SELECT ember.append_message('s1', 'assistant', 'Conclusion C: biscuits.') AS ua_c \gset
+SELECT ember.append_message('s1', 'user', 'Fine.') AS ua_fine \gset
+SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes)), NULL, 'A then its acceptance is evidence');
+SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes, :ua_b)),
+          format('pointer 3 (message %s): user-accepted evidence needs a human user message, in the same thread and '
+                 'after the conclusion but before the next assistant message, that accepts it', :ua_b),
+          'a later conclusion the user never answered is not accepted by the earlier yes, and is named');
+SELECT matches(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_b, :ua_fine)), 'pointer 1 .*needs a human',
+               'a reply after a later conclusion answers that one, not B');
+SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_c, :ua_fine)), NULL, 'C and its reply are evidence');
+SELECT matches(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes, :ua_fine)),
+               'pointer 3 .*accepts no cited conclusion', 'a human message that accepts no cited conclusion is named');
+SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes, :ua_c, :ua_fine)), NULL,
+          'two conclusions, each with its own acceptance, are evidence');
 
 SELECT * FROM finish();
 ROLLBACK;

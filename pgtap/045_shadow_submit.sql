@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(70);
+SELECT plan(75);
 
 -- Time is fixed: runs start at 10:00 with a 10-minute lease, outcomes finish at 10:01.
 
@@ -329,6 +329,39 @@ SELECT is((SELECT count(*)::int FROM ember.messages AS m LEFT JOIN episodes_befo
           'no digestion marker was written or cleared');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL), 1,
           'the steward''s one marker is still there');
+
+
+-- ---------------------------------------------------------------------------------------------
+-- Issue 8: one malformed pointer never takes its siblings down; a count written 100.0 is EM044;
+-- a pointer must name what the run's model saw, once.
+SELECT ember.create_thread('s5', 'side', 'Seen', p_now => '2030-01-02 08:00+00');
+SELECT ember.append_message('s5', 'user', 'I drink tea.', p_now => '2030-01-02 08:01+00') AS m5_user \gset
+SELECT ember.start_generation('s5', '2030-01-02 09:00+00');
+SELECT ember.append_message('s5', 'user', 'I moved to Porto.', p_now => '2030-01-02 09:01+00') AS m5_late \gset
+SELECT pg_temp.new_run('s5', '2030-01-02 10:00+00') AS r5 \gset
+SELECT is((SELECT g.ordinal FROM ember.shadow_runs AS r JOIN ember.generations AS g ON g.id = r.generation_id
+           WHERE r.id = :r5), 1, 'the run reads the first generation only');
+SELECT throws_ok(pg_temp.submit_sql(:r5, pg_temp.token(:r5),
+                 jsonb_set(pg_temp.outcome('completed', '[]', NULL, '2030-01-02 10:01+00'), '{usage,input_tokens}', '100.0')),
+                 'EM044', NULL, 'a token count written 100.0 is a malformed outcome, not a raw 22P02');
+SELECT ok(pg_temp.untouched(:r5), 'and nothing of the run is written');
+SELECT is(
+    ember.submit_shadow_run(:r5, pg_temp.token(:r5), pg_temp.outcome('completed', jsonb_build_array(
+        pg_temp.proposal('The user drinks tea.', 'user-stated', :m5_user),
+        jsonb_build_object('text', 'The user drinks tea, really.', 'evidence_kind', 'user-stated',
+                           'evidence', format('[{"message_id": %s.0}]', :m5_user)::jsonb),
+        pg_temp.proposal('The user lives in Porto.', 'user-stated', :m5_late),
+        pg_temp.proposal('The user drinks tea, twice.', 'user-stated', :m5_user, :m5_user)
+    ), NULL, '2030-01-02 10:01+00')) - 'run_id',
+    jsonb_build_object('status', 'completed', 'proposals', 4, 'valid', 1, 'rejected', 3),
+    'a malformed pointer is stored as a rejected proposal beside its valid sibling'
+);
+SELECT is(ARRAY(SELECT validation_error FROM ember.shadow_proposals WHERE run_id = :r5 ORDER BY ordinal),
+          ARRAY[NULL,
+                format('pointer 1: message_id must be a positive integer, got %s.0', :m5_user),
+                format('pointer 1 (message %s): not a row or generation this run''s model read', :m5_late),
+                format('pointer 2 repeats pointer 1 (message %s)', :m5_user)],
+          'each rejection says why: the N.0 id, the row of a generation the run never read, the repeated pointer');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(13);
+SELECT plan(17);
 
 -- T0 = 2026-03-01 12:00 UTC.
 CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
@@ -78,6 +78,41 @@ SELECT ember.start_generation('g', pg_temp.at(6));
 SELECT ember.append_message('g', 'assistant', 'gen 2 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(6));
 SELECT ok(EXISTS (SELECT 1 FROM ember.shadow_ready(pg_temp.at(7)) WHERE thread_id = 'g'),
           'failures of another generation do not hold back the next one');
+
+
+-- Cancelled and abandoned runs neither count toward the backoff nor reset it (issue 8, item 10c).
+SELECT ember.create_thread('k', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('k2', 'side', p_now => pg_temp.at(-60));
+CREATE FUNCTION pg_temp.run_as(p_thread text, p_status text, p_minute integer) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
+                                   started_at, finished_at, worker, lease_token, lease_expires_at)
+    VALUES (p_thread, ember.current_generation(p_thread), 'cold', 'claude-haiku-4-5', p_status,
+            CASE WHEN p_status <> 'completed' THEN p_status END, 0, 0,
+            pg_temp.at(p_minute), pg_temp.at(p_minute), 'w', gen_random_uuid(), pg_temp.at(p_minute + 5))
+$$;
+SELECT pg_temp.run_as('k', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4),
+                                             ('failed', 5)) AS v (s, m);
+SELECT is(ember.shadow_backoff_until('k', ember.current_generation('k')), pg_temp.at(5) + interval '6 hours',
+          'a cancelled and an abandoned run between failures do not reset the count');
+SELECT pg_temp.run_as('k2', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4))
+    AS v (s, m);
+SELECT is(ember.shadow_backoff_until('k2', ember.current_generation('k2')), NULL,
+          'nor count as failures: two failures, a cancel and an abandon hold nothing back');
+
+-- A run the user interrupted whose worker never reports back is recorded cancelled by tick (item 4).
+SELECT ember.create_thread('u', 'side', p_now => pg_temp.at(-60));
+SELECT ember.append_message('u', 'assistant', 'working on it', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(500));
+SELECT ember.shadow_memory_changed('u', 'task-ended', pg_temp.at(501));
+SELECT (ember.claim_shadow_run('w', '5 minutes', pg_temp.at(502)) ->> 'run_id')::bigint AS u_run \gset
+-- The human speaks in the claimed run's thread (whichever ready thread the claim took).
+SELECT ember.append_message((SELECT thread_id FROM ember.shadow_runs WHERE id = :u_run), 'user', 'stop, wrong plan',
+                            NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(503));
+SELECT is(ember.tick(pg_temp.at(510)) -> 'runs_cancelled', jsonb_build_array(:u_run),
+          'tick reports the expired, user-interrupted run as cancelled');
+SELECT results_eq(format('SELECT status, error FROM ember.shadow_runs WHERE id = %s', :u_run),
+                  $$VALUES ('cancelled'::text, 'interrupted-by-user'::text)$$,
+                  'recorded cancelled / interrupted-by-user, not abandoned / lease expired');
 
 SELECT * FROM finish();
 ROLLBACK;
