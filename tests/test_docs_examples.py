@@ -21,12 +21,18 @@ def test_the_sql_api_walkthrough_runs(db: str) -> None:
             cur = conn.execute(statement)  # type: ignore[call-overload]
             last = cur.fetchone() if cur.description else last
         ids = [r[0] for r in conn.execute("SELECT id FROM ember.messages ORDER BY seq")]
+        header, day = conn.execute(
+            "SELECT ember.render_page_header(ember.latest_generation('knee')),"
+            " to_char(min(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM ember.messages"
+        ).fetchone() or (None, None)
     assert last is not None
     plan = last[0]
     assert plan["path"] == "cold" and plan["model"] == "claude-haiku-4-5"
+    assert str(header).startswith("# Knee rehab · thread knee · generation ")
     assert plan["pages"] == [
         [
-            f"m:{ids[0]} user(human): I prefer morning physio sessions.",
+            header,
+            f"m:{ids[0]} user(human) {day}: I prefer morning physio sessions.",
             f"m:{ids[1]} assistant(agent): Booked mornings from now on.",
         ]
     ]

@@ -197,7 +197,8 @@ def test_an_append_during_a_claim_lands_after_its_through_seq(db: str) -> None:
         nxt = _claim(claimer)
         claimer.commit()
         assert nxt is not None and nxt["from_seq"] == plan["through_seq"]
-        assert nxt["pages"][0][0].startswith(f"m:{result[0]} ")
+        assert nxt["pages"][0][0].startswith("# ")  # the page header
+        assert nxt["pages"][0][1].startswith(f"m:{result[0]} ")
 
 
 def test_concurrent_appends_never_let_a_cursor_skip_a_row(db: str) -> None:

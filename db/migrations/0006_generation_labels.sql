@@ -5,7 +5,7 @@
 -- history, and every caller (row stamps, backlog, flow, routing, shadow, the steward) reads the
 -- same value through ember.generation_labels. The rules that write it are in
 -- functions/020_labels.sql; a trigger refuses any narrowing.
-ALTER TABLE ember.generations ADD COLUMN labels text [] NOT NULL DEFAULT '{}';
+ALTER TABLE ember.generations ADD COLUMN labels text[] NOT NULL DEFAULT '{}';
 
 -- Existing generations: the set the earlier rule computed on demand (the thread's category, the
 -- categories of recorded sources, and what rows from other threads brought). Plain SQL, since
@@ -14,7 +14,9 @@ UPDATE ember.generations AS g
 SET labels = coalesce((
     SELECT array_agg(DISTINCT x.l ORDER BY x.l)
     FROM (
-        SELECT t.category AS l FROM ember.threads AS t WHERE t.id = g.thread_id
+        SELECT t.category AS l
+        FROM ember.threads AS t
+        WHERE t.id = g.thread_id
         UNION ALL
         SELECT t.category
         FROM ember.generation_sources AS s
