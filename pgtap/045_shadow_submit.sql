@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(75);
+SELECT plan(77);
 
 -- Time is fixed: runs start at 10:00 with a 10-minute lease, outcomes finish at 10:01.
 
@@ -362,6 +362,28 @@ SELECT is(ARRAY(SELECT validation_error FROM ember.shadow_proposals WHERE run_id
                 format('pointer 1 (message %s): not a row or generation this run''s model read', :m5_late),
                 format('pointer 2 repeats pointer 1 (message %s)', :m5_user)],
           'each rejection says why: the N.0 id, the row of a generation the run never read, the repeated pointer');
+
+
+-- No malformed pointer a model could write raises a raw error: each is a rejected proposal.
+SELECT ember.append_message('s5', 'assistant', 'More.', p_now => '2030-01-02 11:00+00');
+SELECT ember.shadow_memory_changed('s5', 'idle-or-ended', '2030-01-02 11:00+00');
+SELECT (ember.claim_shadow_run('test-worker', '10 minutes', '2030-01-02 11:00+00') ->> 'run_id')::bigint AS r6 \gset
+CREATE TEMP TABLE bad_evidence (e jsonb);
+INSERT INTO bad_evidence VALUES
+('[{"message_id": 1.5}]'), ('[{"message_id": -3}]'), ('[{"message_id": "12"}]'), ('[{"message_id": 1e30}]'),
+('[{"message_id": 9223372036854775808}]'), ('[{"message_id": 0}]'), ('[{"message_id": null}]'),
+('[{"generation_id": "nope"}]'), ('[{"generation_id": 42}]'),
+('[{"message_id": 5, "generation_id": "00000000-0000-0000-0000-000000000000"}]'),
+('{"message_id": 5}'), ('[]'), ('null'), ('"m:5"'), ('[[1]]'), ('[{"generation_id": "00000000-0000-0000-0000-000000000000"}]');
+SELECT is(
+    ember.submit_shadow_run(:r6, pg_temp.token(:r6), pg_temp.outcome('completed',
+        (SELECT jsonb_agg(jsonb_build_object('text', 'x', 'evidence_kind', 'observed-outcome', 'evidence', e)) FROM bad_evidence),
+        NULL, '2030-01-02 11:01+00')) - 'run_id',
+    jsonb_build_object('status', 'completed', 'proposals', 16, 'valid', 0, 'rejected', 16),
+    'sixteen malformed evidence lists: sixteen rejected proposals, no raw error'
+);
+SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE run_id = :r6 AND validation_error IS NOT NULL), 16,
+          'each kept with its reason');
 
 SELECT * FROM finish();
 ROLLBACK;
