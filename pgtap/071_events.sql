@@ -2,6 +2,9 @@ BEGIN;
 SELECT plan(38);
 
 SELECT ember.define_category('health');
+-- A health thread reports into side-a below: labelled content reaches only a thread whose model is
+-- tagged for its labels (022_flow.sql), so side-a's model is tagged for health.
+UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
 SELECT ember.create_thread('side-a', 'side', 'Refactor', NULL, 'open', 'claude-haiku-4-5');
 SELECT throws_ok($$SELECT ember.report_progress('p0', 'side-a', 'started')$$, 'EM086',
                  'report_progress from "side-a": there is no main thread to report to', 'no main, no one to report to');
