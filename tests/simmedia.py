@@ -35,7 +35,8 @@ def webp(width: int, height: int) -> bytes:
 
 def pdf(pages: int) -> bytes:
     objects = b"".join(b"<< /Type /Page /Parent 2 0 R >>\n" for _ in range(pages))
-    return b"%PDF-1.7\n<< /Type /Pages /Count %d >>\n" % pages + objects + b"%%EOF\n"
+    tree = b"<< /Type /Pages /Count " + str(pages).encode() + b" >>\n"
+    return b"%PDF-1.7\n" + tree + objects + b"%%EOF\n"
 
 
 def b64(data: bytes) -> str:

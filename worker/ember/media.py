@@ -147,8 +147,8 @@ def image_block_tokens(block: Mapping[str, Any], where: str = "image") -> int:
     if not isinstance(source, Mapping) or source.get("type") != "base64":
         kind = source.get("type") if isinstance(source, Mapping) else None
         raise MediaError(
-            f"{where}.source: ember sim does not model image sources of type {kind!r}: "
-            "it cannot read their size; send the image as base64"
+            f"{where}.source: image sources of type {kind!r} are not modelled by ember sim "
+            "(it cannot read their size); send the image as base64"
         )
     media_type = source.get("media_type")
     if media_type not in IMAGE_TYPES:
@@ -182,6 +182,6 @@ def document_block_tokens(block: Mapping[str, Any], where: str = "document") -> 
     ):
         return sum(block_tokens(part) for part in source["content"])
     raise MediaError(
-        f"{where}.source: ember sim does not model document sources of type {kind!r}: "
-        "it cannot read their pages; send a base64 PDF, text or content"
+        f"{where}.source: document sources of type {kind!r} are not modelled by ember sim "
+        "(it cannot read their pages); send a base64 PDF, text or content"
     )
