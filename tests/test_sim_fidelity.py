@@ -362,3 +362,15 @@ def test_an_unchanged_image_keeps_its_prefix(
     assert first[4] == 600 * 400 // 750 + 40
     longer = [*copy.deepcopy(messages), assistant(text("a")), user(text("b", CC))]
     assert usage_of(create(sim_client, messages=longer))[0] == first[4]
+
+
+def test_prefixes_between_the_page_and_the_reported_minimum_are_flagged(
+    sim_client: anthropic.Anthropic, fsim: SimServer
+) -> None:
+    fsim.reset(models=load_models())
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 5}
+    create(sim_client, **body, messages=[user(text(words("q", 1800), CC))])
+    [between] = fsim.requests[-1].cache["breakpoints"]
+    assert (between["written"], between["near_minimum"]) == (True, True)
+    create(sim_client, **body, messages=[user(text(words("q", 3000), CC))])
+    assert fsim.requests[-1].cache["breakpoints"][0]["near_minimum"] is False

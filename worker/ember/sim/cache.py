@@ -358,9 +358,12 @@ class CacheStore:
         usage = usage_dict(read=a, write_5m=c - b, write_1h=b - a, uncached=prompt.total_tokens - c)
         minimum = info.min_cacheable_tokens
         margin = minimum * NEAR_MINIMUM_MARGIN
+        # Where users report another minimum, everything between the two is uncertain.
+        low = min(minimum, info.reported_min_cacheable_tokens or minimum) - margin
+        high = max(minimum, info.reported_min_cacheable_tokens or minimum) + margin
 
         def near(tokens: int) -> bool:
-            return abs(tokens - minimum) <= margin
+            return low <= tokens <= high
 
         detail = {
             "positions": len(prompt.positions),

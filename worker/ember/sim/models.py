@@ -31,6 +31,9 @@ class ModelInfo:
     adaptive_thinking_only: bool = False
     # Dated snapshot names that resolve to this model; any other dated name is a 404.
     snapshots: tuple[str, ...] = field(default=())
+    # A minimum users observe that differs from the documented one (which is what the
+    # simulator applies); prefixes between the two are flagged near_minimum.
+    reported_min_cacheable_tokens: int | None = None
 
     def list_price_usd(self, usage: dict[str, Any]) -> float:
         """A list-price estimate of one request's cost (not a bill)."""
@@ -78,6 +81,7 @@ class ModelTable:
                 thinking_before_system=bool(row.get("thinking_before_system", False)),
                 adaptive_thinking_only=bool(row.get("adaptive_thinking_only", False)),
                 snapshots=tuple(str(s) for s in row.get("snapshots", ())),
+                reported_min_cacheable_tokens=row.get("reported_min_cacheable_tokens"),
             )
         return cls(price_as_of=str(data.get("price_as_of", "")), models=models)
 
