@@ -33,6 +33,20 @@ def webp(width: int, height: int) -> bytes:
     return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
 
 
+def webp_lossy(width: int, height: int) -> bytes:
+    """A lossy (VP8) WebP header."""
+    frame = b"\x00\x00\x00" + b"\x9d\x01\x2a" + struct.pack("<HH", width, height)
+    chunk = b"VP8 " + struct.pack("<I", len(frame)) + frame
+    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
+def webp_extended(width: int, height: int) -> bytes:
+    """An extended (VP8X) WebP header, whose canvas size is what counts."""
+    canvas = (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little")
+    chunk = b"VP8X" + struct.pack("<I", 10) + b"\x00" * 4 + canvas
+    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
 def pdf(pages: int) -> bytes:
     objects = b"".join(b"<< /Type /Page /Parent 2 0 R >>\n" for _ in range(pages))
     tree = b"<< /Type /Pages /Count " + str(pages).encode() + b" >>\n"

@@ -13,7 +13,7 @@ import pytest
 from ember.sim import SimServer
 from ember.sim.models import load_models
 from simfixtures import CC, CC_1H, MIN, PRICES, STANDARD, TINY_MODELS, text, usage_of, words
-from simmedia import gif, image_block, jpeg, pdf_block, png, webp
+from simmedia import gif, image_block, jpeg, pdf_block, png, webp, webp_extended, webp_lossy
 
 THINKING_FIRST = "sim-thinking-first"  # renders thinking before system; adaptive only
 FIDELITY_MODELS: dict[str, Any] = {
@@ -94,6 +94,8 @@ def test_a_small_png_costs_its_pixels_and_is_not_cached_below_the_minimum(
         (jpeg(1000, 1000), "image/jpeg", 1333),
         (gif(300, 150), "image/gif", 60),
         (webp(1092, 1092), "image/webp", 1589),
+        (webp_lossy(640, 480), "image/webp", 409),
+        (webp_extended(800, 600), "image/webp", 640),
         # Scaled down to a long edge of 1568 px and about 1,600 tokens, aspect kept.
         (png(4000, 3000), "image/png", 1597),
         (png(3000, 100), "image/png", 1568 * 52 // 750),
@@ -259,13 +261,17 @@ def test_an_explicit_ttl_on_the_last_block_must_match_the_automatic_marker(
 
 
 @pytest.mark.parametrize("value", ["", " ", "\n\t "])
-@pytest.mark.parametrize("place", ["message", "system", "tool_result"])
+@pytest.mark.parametrize("place", ["message", "system", "system string", "tool_result"])
 def test_empty_or_whitespace_text_is_a_400(
     sim_client: anthropic.Anthropic, fsim: SimServer, value: str, place: str
 ) -> None:
     body: dict[str, Any] = {"messages": [user(text("hi"), text(value))]}
     if place == "system":
         body = {"system": [text(value)], "messages": [user(text("hi"))]}
+    if place == "system string":
+        if not value:
+            return  # an empty system string is no system prompt, as in the API
+        body = {"system": value, "messages": [user(text("hi"))]}
     if place == "tool_result":
         tool_use = {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}}
         result = {"type": "tool_result", "tool_use_id": "t1", "content": [text(value)]}
@@ -275,6 +281,16 @@ def test_empty_or_whitespace_text_is_a_400(
         }
     message = refused(sim_client, anthropic.BadRequestError, **body)
     assert "text content blocks must" in message
+
+
+@pytest.mark.parametrize("prefill", ["Sure, ", [text("The answer is\n")]])
+def test_a_prefill_ending_in_whitespace_is_a_400(
+    sim_client: anthropic.Anthropic, fsim: SimServer, prefill: Any
+) -> None:
+    messages = [user(text("hi")), {"role": "assistant", "content": prefill}]
+    message = refused(sim_client, anthropic.BadRequestError, messages=messages)
+    assert message == "messages: final assistant content cannot end with trailing whitespace"
+    create(sim_client, messages=[user(text("hi")), assistant(text("Sure,"))])  # accepted
 
 
 def test_a_made_up_snapshot_is_a_404_and_a_listed_one_is_the_model(

@@ -111,7 +111,11 @@ def build(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
 @st.composite
 def request_specs(draw: st.DrawFn) -> dict[str, Any]:
     n = draw(st.integers(1, 6))
-    texts = [words(f"m{i} {draw(st.integers(0, 9))}", draw(st.integers(8, 40))) for i in range(n)]
+    # Each ends in a letter: a final assistant message ending in whitespace is a 400.
+    texts = [
+        words(f"m{i} {draw(st.integers(0, 9))}", draw(st.integers(8, 40))).rstrip() + "."
+        for i in range(n)
+    ]
     last_user = n - 1 if n % 2 == 1 else n - 2
     return {
         "model": draw(st.sampled_from([STANDARD, THINKING_FIRST])),
@@ -150,7 +154,7 @@ def apply(draw: st.DrawFn, spec: dict[str, Any], change: str) -> tuple[dict[str,
     elif change == "ttl":
         spec["ttl"] = "5m" if spec["ttl"] == "1h" else "1h"
     elif change == "append":
-        spec["texts"] += [words("appended a", 20), words("appended b", 20)]
+        spec["texts"] += [words("appended a", 20) + ".", words("appended b", 20) + "."]
         spec["last_user"] = len(spec["texts"]) - 1 if len(spec["texts"]) % 2 else n
     elif change == "default effort":
         spec["settings"].setdefault("output_config", {})["effort"] = "high"

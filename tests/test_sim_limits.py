@@ -35,6 +35,14 @@ def test_the_row_parser_is_linear_on_a_line_of_spaces(spaces: int) -> None:
     assert time.perf_counter() - started < 0.5
 
 
+def test_a_row_is_split_in_linear_time_even_without_the_line_cap() -> None:
+    line = "m:1 " + " " * 2_000_000 + "x"
+    started = time.perf_counter()
+    assert responders._split_row(line) is None  # no colon: not a row
+    assert responders._split_row(line + ": y") is not None
+    assert time.perf_counter() - started < 0.5
+
+
 def test_the_row_parser_still_reads_rows() -> None:
     rows = parse_rows(
         "m:12 user(human): I prefer tea.\n"

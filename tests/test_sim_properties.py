@@ -25,9 +25,10 @@ from simfixtures import (
 
 # Letters, spaces, accents and an emoji: code points, not bytes, are what count. A short
 # random pattern repeated makes blocks long enough (up to 90 tokens) to pass the minimum.
-# Whitespace-only text is a 400, as in the API, so every pattern holds a letter.
+# Whitespace-only text, and a final assistant message ending in whitespace, are 400s
+# as in the API, so every text starts and ends with a letter.
 blocks_text = st.builds(
-    lambda letter, pattern, times: (letter + pattern) * times,
+    lambda letter, pattern, times: (letter + pattern) * times + letter,
     st.sampled_from("abcdefghij"),
     st.text(alphabet="abcdefghij é\u0301🙂", max_size=11),
     st.integers(1, 30),

@@ -105,7 +105,7 @@ def _level_settings(body: dict[str, Any], info: ModelInfo, betas: Iterable[str])
     ``output_config.format``; thinking and effort too on a model that renders its
     thinking configuration before the system prompt. System and messages: web search,
     citations and ``speed``. Messages only: ``tool_choice``, thinking, effort and
-    whether the messages hold any image.
+    how many images the request holds.
     """
     tools = body.get("tools") or []
     blocks = _content_blocks(body)
@@ -120,7 +120,9 @@ def _level_settings(body: dict[str, Any], info: ModelInfo, betas: Iterable[str])
     }
     message_settings: dict[str, Any] = {
         "tool_choice": body.get("tool_choice") or {"type": "auto"},
-        "images": any(b.get("type") == "image" for b in blocks),
+        # The page: adding or removing images anywhere invalidates the messages. The
+        # count, not only their presence, so a second image misses too (the strict side).
+        "images": sum(1 for b in blocks if b.get("type") == "image"),
     }
     if info.thinking_before_system:
         root_settings.update(_thinking_settings(body))

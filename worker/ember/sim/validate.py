@@ -155,6 +155,19 @@ def _check_messages(messages: Any) -> None:
                 f"messages.{i}: all messages must have non-empty content except for the "
                 "optional final assistant message"
             )
+    _check_prefill(messages[last])
+
+
+def _check_prefill(message: dict[str, Any]) -> None:
+    """A final assistant message (a prefill) may be empty, but may not end in whitespace."""
+    if message["role"] != "assistant":
+        return
+    content = message["content"]
+    final = content if isinstance(content, str) else None
+    if isinstance(content, list) and content and content[-1].get("type") == "text":
+        final = content[-1]["text"]
+    if final and final[-1].isspace():
+        raise invalid("messages: final assistant content cannot end with trailing whitespace")
 
 
 def _check_block(block: Any, where: str) -> None:
@@ -191,6 +204,8 @@ def _check_block(block: Any, where: str) -> None:
 
 
 def _check_system(system: Any) -> None:
+    if isinstance(system, str) and system and not system.strip():
+        raise invalid("system: text content blocks must contain non-whitespace text")
     if system is None or isinstance(system, str):
         return
     if not isinstance(system, list):
