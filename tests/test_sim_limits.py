@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from ember.sim import SimServer, responders
+from ember.sim import SimServer, app, responders
 from ember.sim.app import REFUSED_BODY_KEPT_BYTES
 from ember.sim.responders import parse_rows
 from simfixtures import STANDARD, TINY_MODELS, raw_post, text
@@ -104,6 +104,38 @@ def test_a_slow_heuristic_answer_never_stalls_other_requests(
         )
         assert time.perf_counter() - started < 2.0  # served while the heuristic is blocked
         assert sim.requests[0].status is None  # and that one is still running
+    finally:
+        release.set()
+        slow.join(10)
+    assert sim.requests[0].status == 200
+
+
+def test_laying_out_a_large_request_never_stalls_other_requests(
+    sim_client: anthropic.Anthropic, sim: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parsing, validating and hashing a body near the cap is CPU work: it runs in a
+    # worker thread, so holding it up here must not hold up another client.
+    release = threading.Event()
+    real = app.build_prompt
+
+    def blocked(body: dict[str, Any], *args: Any) -> Any:
+        if body["max_tokens"] == 7:
+            release.wait(10)
+        return real(body, *args)
+
+    monkeypatch.setattr(app, "build_prompt", blocked)
+    hello = [{"role": "user", "content": "hello"}]
+    slow = threading.Thread(
+        target=sim_client.messages.create,
+        kwargs={"model": STANDARD, "max_tokens": 7, "messages": hello},
+    )
+    slow.start()
+    try:
+        sim.wait_for_requests(1)
+        started = time.perf_counter()
+        sim_client.messages.create(model=STANDARD, max_tokens=5, messages=hello)
+        assert time.perf_counter() - started < 2.0
+        assert sim.requests[0].status is None
     finally:
         release.set()
         slow.join(10)

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..tokens import block_tokens
-from .cache import CachePlan, CacheStore, build_prompt
+from .cache import CachePlan, CacheStore, Prompt, build_prompt
 from .clock import Clock, epoch_seconds, system_clock
 from .errors import ApiError, invalid
 from .log import LoggedRequest, RequestLog
@@ -250,9 +250,7 @@ class SimApp:
             return received
         raw, entry = received
         try:
-            body = self._body(request, raw, entry)
-            info = validate_request(body, self.state.models, count_tokens=True)
-            prompt = build_prompt(body, info, _betas(request.headers))
+            _, _, prompt = await self._prepare(request, raw, entry, count_tokens=True)
         except ApiError as err:
             return self._refuse(entry, err)
         except Exception as exc:
@@ -264,12 +262,23 @@ class SimApp:
 
     # --- the messages flow -----------------------------------------------------------
 
+    async def _prepare(
+        self, request: Request, raw: bytes, entry: LoggedRequest, *, count_tokens: bool = False
+    ) -> tuple[dict[str, Any], ModelInfo, Prompt]:
+        """Parse, validate and lay out a request, in a worker thread: for a body near the
+        size cap that is CPU work (JSON, base64 images, hashing) the event loop must not do."""
+
+        def prepare() -> tuple[dict[str, Any], ModelInfo, Prompt]:
+            body = self._body(request, raw, entry)
+            info = validate_request(body, self.state.models, count_tokens=count_tokens)
+            return body, info, build_prompt(body, info, _betas(request.headers))
+
+        return await anyio.to_thread.run_sync(prepare)
+
     async def _messages(self, request: Request, raw: bytes, entry: LoggedRequest) -> Response:
-        body = self._body(request, raw, entry)
-        info = validate_request(body, self.state.models)
+        body, info, prompt = await self._prepare(request, raw, entry)
         responder = self._responder(request)
         entry.responder = responder.name
-        prompt = build_prompt(body, info, _betas(request.headers))
         plan = self.state.store.plan(prompt, info, entry.received_at)
         entry.cache = plan.detail
         sim_request = SimRequest(entry.seq, body, info, request.headers)
