@@ -249,6 +249,9 @@ def test_fixed_budget_thinking_on_an_adaptive_only_model_is_a_400(
     )
     assert '"thinking.type.enabled" is not supported for this model' in message
     create(sim_client, **body, thinking={"type": "adaptive"})  # accepted
+    budget = {"type": "adaptive", "budget_tokens": 2048}
+    message = refused(sim_client, anthropic.BadRequestError, **body, thinking=budget)
+    assert "budget_tokens" in message
 
 
 def test_an_explicit_ttl_on_the_last_block_must_match_the_automatic_marker(

@@ -247,6 +247,8 @@ def _check_thinking(thinking: Any, max_tokens: Any) -> None:
         return
     if not isinstance(thinking, dict) or thinking.get("type") not in THINKING_TYPES:
         raise invalid("thinking.type: must be one of " + ", ".join(THINKING_TYPES))
+    if thinking["type"] == "adaptive" and "budget_tokens" in thinking:
+        raise invalid("thinking.adaptive.budget_tokens: Extra inputs are not permitted")
     if thinking["type"] != "enabled":
         return
     budget = thinking.get("budget_tokens")
