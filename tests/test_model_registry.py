@@ -19,6 +19,8 @@ def test_sql_seed_matches_the_simulator_table(db: str) -> None:
             m["tier"],
             m["min_cacheable_tokens"],
             m["thinking_retention"],
+            m["thinking_before_system"],
+            m["adaptive_thinking_only"],
             table["price_as_of"],
             *(
                 Decimal(str(m["prices_per_mtok"][k]))
@@ -29,7 +31,8 @@ def test_sql_seed_matches_the_simulator_table(db: str) -> None:
     }
     with psycopg.connect(db) as conn:
         rows = conn.execute(
-            """SELECT id, tier, min_cacheable_tokens, thinking_retention, price_as_of::text,
+            """SELECT id, tier, min_cacheable_tokens, thinking_retention, thinking_before_system,
+                      adaptive_thinking_only, price_as_of::text,
                       price_input, price_output, price_cache_write_5m, price_cache_write_1h,
                       price_cache_read
                FROM ember.models"""

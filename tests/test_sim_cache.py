@@ -25,6 +25,7 @@ from simfixtures import (
     usage_of,
     words,
 )
+from simmedia import image_block, png
 
 
 def create(client: anthropic.Anthropic, **body: Any) -> Any:
@@ -159,10 +160,7 @@ def test_tool_use_input_key_order_is_part_of_the_prefix(sim_client: anthropic.An
 
 def settings_case(name: str) -> dict[str, Any]:
     tail = conversation(6)[3:5]  # an assistant and a user turn
-    image = {
-        "type": "image",
-        "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
-    }
+    image = image_block(png(120, 60))
     with_image = copy.deepcopy(tail)
     with_image[1]["content"].insert(0, image)
     return {
@@ -174,6 +172,12 @@ def settings_case(name: str) -> dict[str, Any]:
         "system": {"system": [text(words("other system", 60), CC)]},
         "tools": {"tools": [{**LOOKUP_TOOL, "description": "changed", "cache_control": CC}]},
         "model": {"model": OTHER},
+        "speed": {"speed": "fast"},
+        "format": {"output_config": {"format": {"type": "json_schema", "schema": {}}}},
+        "beta": {"extra_headers": {"anthropic-beta": "some-feature-2026-01-01"}},
+        "explicit default effort": {"output_config": {"effort": "high"}},
+        "explicit default thinking": {"thinking": {"type": "disabled"}},
+        "explicit default speed": {"speed": "standard"},
     }[name]
 
 
@@ -188,6 +192,12 @@ def settings_case(name: str) -> dict[str, Any]:
         ("system", "tools"),
         ("tools", "nothing"),
         ("model", "nothing"),
+        ("speed", "tools"),
+        ("format", "nothing"),
+        ("beta", "nothing"),
+        ("explicit default effort", "everything"),
+        ("explicit default thinking", "everything"),
+        ("explicit default speed", "everything"),
     ],
 )
 def test_settings_fold_into_the_key_at_their_level(
@@ -205,6 +215,7 @@ def test_settings_fold_into_the_key_at_their_level(
     first = usage_of(create(sim_client, **base))
     tool_tokens = estimate_tokens(canonical_json(LOOKUP_TOOL))
     expected = {
+        "everything": first[4],
         "nothing": 0,
         "tools": tool_tokens,
         "tools+system": tool_tokens + estimate_tokens(system_text),
@@ -218,6 +229,8 @@ def test_settings_fold_into_the_key_at_their_level(
     read, w5, _, uncached, total = usage_of(create(sim_client, **changed))
     assert read == expected
     assert (w5, uncached) == (total - read, 0)
+    if reads == "everything":
+        assert total == first[4]
 
 
 def test_appending_text_without_an_image_still_reads_the_old_prefix(

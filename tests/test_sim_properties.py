@@ -25,9 +25,12 @@ from simfixtures import (
 
 # Letters, spaces, accents and an emoji: code points, not bytes, are what count. A short
 # random pattern repeated makes blocks long enough (up to 90 tokens) to pass the minimum.
+# Whitespace-only text, and a final assistant message ending in whitespace, are 400s
+# as in the API, so every text starts and ends with a letter.
 blocks_text = st.builds(
-    lambda pattern, times: pattern * times,
-    st.text(alphabet="abcdefghij é\u0301🙂", min_size=1, max_size=12),
+    lambda letter, pattern, times: (letter + pattern) * times + letter,
+    st.sampled_from("abcdefghij"),
+    st.text(alphabet="abcdefghij é\u0301🙂", max_size=11),
     st.integers(1, 30),
 )
 
@@ -66,6 +69,9 @@ def prompts(draw: st.DrawFn, texts: list[str] | None = None) -> Prompt:
     ordered = sorted(marked)
     long_lived = draw(st.integers(0, len(ordered)))
     markers = {i: (CC_1H if n < long_lived else CC) for n, i in enumerate(ordered)}
+    if automatic and len(texts) - 1 in markers:
+        # The automatic marker lands on the last block: a different explicit TTL there is a 400.
+        markers[len(texts) - 1] = CC
     return Prompt(texts, markers, automatic)
 
 

@@ -43,8 +43,10 @@ def test_the_packaged_model_table_holds_the_agreed_values() -> None:
         "claude-opus-4-7": ("frontier", 2048, "all", (5, 25, 6.25, 10, 0.50)),
         "claude-opus-4-8": ("frontier", 1024, "all", (5, 25, 6.25, 10, 0.50)),
     }
-    # A dated snapshot name resolves to its alias.
-    assert table.lookup("claude-opus-4-8-20261101") is table.models["claude-opus-4-8"]
+    # A listed snapshot name resolves to its alias; a made-up one is not a model.
+    assert table.lookup("claude-sonnet-4-5-20250929") is table.models["claude-sonnet-4-5"]
+    assert table.lookup("claude-opus-4-8-20261101") is None
+    assert table.lookup("claude-sonnet-4-5-20991231") is None
 
 
 def test_the_request_log_keeps_bodies_usage_and_cost_and_writes_jsonl(tmp_path: Path) -> None:

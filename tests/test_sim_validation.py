@@ -67,7 +67,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "marker on empty text": (
         {"messages": [user(HELLO, text("", CC))]},
-        "empty text blocks",
+        "text content blocks must be non-empty",
     ),
     "1h after 5m": (
         {"system": [text("s", CC)], "messages": [user(text("u", CC_1H))]},

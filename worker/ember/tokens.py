@@ -18,8 +18,10 @@ A content block is counted over its text-bearing content (``block_tokens``):
 - ``redacted_thinking``: its ``data``;
 - ``tool_use`` / ``server_tool_use``: its ``name`` followed by the canonical JSON of its ``input``;
 - ``tool_result``: the sum over its content (a string, or blocks counted by these rules);
-- anything else (images, documents, tool definitions, unknown blocks): the canonical
-  JSON of the block without ``cache_control``.
+- ``image`` and ``document``: by size, never by the length of their base64 text
+  (``ember.media``: about width x height / 750 for an image, 1,500 a PDF page);
+- anything else (tool definitions, unknown blocks): the canonical JSON of the block
+  without ``cache_control``.
 
 Canonical JSON (``canonical_json``) is compact (no whitespace between tokens),
 keeps non-ASCII characters as they are and keeps every object's key order.
@@ -30,6 +32,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
+
+from .media import document_block_tokens, image_block_tokens
 
 __all__ = ["block_tokens", "canonical_json", "estimate_tokens", "strip_cache_control"]
 
@@ -83,6 +87,10 @@ def block_tokens(block: Any) -> int:
         name = block.get("name")
         name_text = name if isinstance(name, str) else ""
         return estimate_tokens(name_text + canonical_json(block.get("input", {})))
+    if kind == "image":
+        return image_block_tokens(block)
+    if kind == "document":
+        return document_block_tokens(block)
     if kind == "tool_result":
         content = block.get("content", "")
         if isinstance(content, list):

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..tokens import block_tokens
-from .cache import CachePlan, CacheStore, build_prompt
+from .cache import CachePlan, CacheStore, Prompt, build_prompt
 from .clock import Clock, epoch_seconds, system_clock
 from .errors import ApiError, invalid
 from .log import LoggedRequest, RequestLog
@@ -32,6 +32,7 @@ from .responders import (
     Fault,
     Hang,
     Heuristic,
+    Outcome,
     Reply,
     Responder,
     SimRequest,
@@ -42,6 +43,9 @@ from .validate import validate_request
 
 RESPONDER_HEADER = "x-ember-sim-responder"
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# A refused body is kept (in memory and in the JSONL log) only up to this many bytes:
+# enough to see what was sent, never so much that refusals can fill memory or disk.
+REFUSED_BODY_KEPT_BYTES = 4096
 DELTA_CHARS = 64  # text is streamed in pieces this long, so clients see several deltas
 
 
@@ -55,6 +59,7 @@ class SimState:
     clock: Clock = system_clock
     store: CacheStore = field(default_factory=CacheStore)
     log: RequestLog = field(default_factory=RequestLog)
+    max_body_bytes: int = MAX_BODY_BYTES
     closing: asyncio.Event | None = None  # set when the server stops; made in its loop
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -84,6 +89,35 @@ def _parse_json(raw: bytes) -> Any:
         return json.loads(raw.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise invalid(f"the request body is not valid JSON: {exc}") from None
+
+
+def _betas(headers: Mapping[str, str]) -> list[str]:
+    """The anthropic-beta features of a request (a comma-separated header)."""
+    return [b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()]
+
+
+class BodyTooLarge(ApiError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body exceeds {limit} bytes")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with a 413 as soon as it is known to exceed ``limit``.
+
+    A declared Content-Length over the limit is refused before a byte of the body is
+    read; a body without one (chunked) is read only until it passes the limit.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _check_headers(headers: Mapping[str, str]) -> None:
@@ -184,11 +218,25 @@ class SimApp:
 
     # --- endpoints -------------------------------------------------------------------
 
-    async def messages(self, request: Request) -> Response:
-        raw = await request.body()
+    async def _receive(self, request: Request) -> tuple[bytes, LoggedRequest] | Response:
+        """The body and its log entry, or the 413 already sent for a body too large."""
+        try:
+            raw = await read_body(request, self.state.max_body_bytes)
+        except BodyTooLarge as err:
+            entry = self.state.log.start(
+                request.method, request.url.path, self.state.now(), b"", dict(request.headers)
+            )
+            return self._refuse(entry, err)
         entry = self.state.log.start(
             request.method, request.url.path, self.state.now(), raw, dict(request.headers)
         )
+        return raw, entry
+
+    async def messages(self, request: Request) -> Response:
+        received = await self._receive(request)
+        if isinstance(received, Response):
+            return received
+        raw, entry = received
         try:
             return await self._messages(request, raw, entry)
         except ApiError as err:
@@ -197,14 +245,12 @@ class SimApp:
             return self._refuse(entry, internal_error(exc))
 
     async def count_tokens(self, request: Request) -> Response:
-        raw = await request.body()
-        entry = self.state.log.start(
-            request.method, request.url.path, self.state.now(), raw, dict(request.headers)
-        )
+        received = await self._receive(request)
+        if isinstance(received, Response):
+            return received
+        raw, entry = received
         try:
-            body = self._body(request, raw, entry)
-            info = validate_request(body, self.state.models, count_tokens=True)
-            prompt = build_prompt(body, info)
+            _, _, prompt = await self._prepare(request, raw, entry, count_tokens=True)
         except ApiError as err:
             return self._refuse(entry, err)
         except Exception as exc:
@@ -216,15 +262,32 @@ class SimApp:
 
     # --- the messages flow -----------------------------------------------------------
 
+    async def _prepare(
+        self, request: Request, raw: bytes, entry: LoggedRequest, *, count_tokens: bool = False
+    ) -> tuple[dict[str, Any], ModelInfo, Prompt]:
+        """Parse, validate and lay out a request, in a worker thread: for a body near the
+        size cap that is CPU work (JSON, base64 images, hashing) the event loop must not do."""
+
+        def prepare() -> tuple[dict[str, Any], ModelInfo, Prompt]:
+            body = self._body(request, raw, entry)
+            info = validate_request(body, self.state.models, count_tokens=count_tokens)
+            return body, info, build_prompt(body, info, _betas(request.headers))
+
+        return await anyio.to_thread.run_sync(prepare)
+
     async def _messages(self, request: Request, raw: bytes, entry: LoggedRequest) -> Response:
-        body = self._body(request, raw, entry)
-        info = validate_request(body, self.state.models)
+        body, info, prompt = await self._prepare(request, raw, entry)
         responder = self._responder(request)
         entry.responder = responder.name
-        plan = self.state.store.plan(build_prompt(body, info), info, entry.received_at)
+        plan = self.state.store.plan(prompt, info, entry.received_at)
         entry.cache = plan.detail
         sim_request = SimRequest(entry.seq, body, info, request.headers)
-        outcome = await responder.respond(sim_request)
+        if body["max_tokens"] == 0:
+            # Pre-warming: the prompt is processed and cached, nothing is generated, and
+            # no responder is asked (a scripted queue keeps its items).
+            outcome: Outcome = Reply([], stop_reason="max_tokens", output_tokens=0)
+        else:
+            outcome = await responder.respond(sim_request)
         stream = bool(body.get("stream"))
 
         if isinstance(outcome, Hang):
@@ -247,8 +310,8 @@ class SimApp:
 
     def _body(self, request: Request, raw: bytes, entry: LoggedRequest) -> dict[str, Any]:
         _check_headers(request.headers)
-        if len(raw) > MAX_BODY_BYTES:
-            raise ApiError(413, f"request body exceeds {MAX_BODY_BYTES} bytes")
+        if len(raw) > self.state.max_body_bytes:
+            raise BodyTooLarge(self.state.max_body_bytes)
         body = _parse_json(raw)
         entry.body = body
         if not isinstance(body, dict):
@@ -277,6 +340,10 @@ class SimApp:
     def _refuse(self, entry: LoggedRequest, err: ApiError) -> JSONResponse:
         entry.status = err.status
         entry.error = err.body()
+        entry.body_bytes = len(entry.raw)
+        if len(entry.raw) > REFUSED_BODY_KEPT_BYTES:  # never keep a refused body whole
+            entry.raw = entry.raw[:REFUSED_BODY_KEPT_BYTES]
+            entry.body = None
         self.state.log.finish(entry)
         return error_response(err)
 

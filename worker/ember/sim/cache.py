@@ -13,14 +13,22 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..tokens import block_tokens, canonical_json, strip_cache_control
+from .errors import invalid
 from .models import ModelInfo
 from .validate import marker_ttl
 
 LOOKBACK = 20  # a read checks the breakpoint's position and 19 earlier ones
+# Within this fraction of a model's minimum cacheable length the outcome rests on the
+# real tokenizer, which the estimate only approximates: the log says near_minimum.
+NEAR_MINIMUM_MARGIN = 0.25
+# A run of consecutive blocks of one of these kinds is one position for the lookback.
+RUN_KINDS = ("tool_use", "tool_result")
+DEFAULT_EFFORT = "high"
 TTL_SECONDS = {"5m": 300.0, "1h": 3600.0}
 THINKING_KINDS = ("thinking", "redacted_thinking")
 
@@ -34,6 +42,7 @@ class Position:
     cumulative: int  # tokens from the first position through this one
     key: str  # hash of everything up to and including this position
     ttl: str | None  # the breakpoint's TTL, None when this is not a breakpoint
+    slot: int = 0  # lookback position: a run of tool_use or tool_result blocks shares one
 
 
 @dataclass(frozen=True)
@@ -81,12 +90,22 @@ def _content_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return found + _as_blocks(body.get("system"))
 
 
-def _level_settings(body: dict[str, Any]) -> tuple[str, str]:
-    """The settings folded into system positions and into message positions.
+def _thinking_settings(body: dict[str, Any]) -> dict[str, Any]:
+    """Thinking mode, budget and effort, with an explicit default equal to leaving it out."""
+    thinking = body.get("thinking") or {"type": "disabled"}
+    output_config = body.get("output_config")
+    effort = output_config.get("effort") if isinstance(output_config, dict) else None
+    return {"thinking": thinking, "effort": effort or DEFAULT_EFFORT}
 
-    Model and tool definitions affect everything; they are the root of the key
-    and the first positions. Web search and citations affect system and messages;
-    tool_choice, thinking, effort and the presence of images affect messages only.
+
+def _level_settings(body: dict[str, Any], info: ModelInfo, betas: Iterable[str]) -> list[str]:
+    """The settings folded into the key at the root, at system and at message positions.
+
+    Root (everything): model, workspace, ``anthropic-beta`` features and
+    ``output_config.format``; thinking and effort too on a model that renders its
+    thinking configuration before the system prompt. System and messages: web search,
+    citations and ``speed``. Messages only: ``tool_choice``, thinking, effort and
+    how many images the request holds.
     """
     tools = body.get("tools") or []
     blocks = _content_blocks(body)
@@ -94,18 +113,30 @@ def _level_settings(body: dict[str, Any]) -> tuple[str, str]:
         isinstance(b.get("citations"), dict) and bool(b["citations"].get("enabled")) for b in blocks
     )
     web_search = any(str(t.get("type", "")).startswith("web_search") for t in tools)
-    system = _settings({"citations": citations, "web_search": web_search})
     output_config = body.get("output_config")
-    effort = output_config.get("effort") if isinstance(output_config, dict) else None
-    messages = _settings(
+    root_settings: dict[str, Any] = {
+        "betas": sorted({b.strip() for b in betas if b.strip()}),
+        "format": output_config.get("format") if isinstance(output_config, dict) else None,
+    }
+    message_settings: dict[str, Any] = {
+        "tool_choice": body.get("tool_choice") or {"type": "auto"},
+        # The page: adding or removing images anywhere invalidates the messages. The
+        # count, not only their presence, so a second image misses too (the strict side).
+        "images": sum(1 for b in blocks if b.get("type") == "image"),
+    }
+    if info.thinking_before_system:
+        root_settings.update(_thinking_settings(body))
+    else:
+        message_settings.update(_thinking_settings(body))
+    system = _settings(
         {
-            "tool_choice": body.get("tool_choice") or {"type": "auto"},
-            "thinking": body.get("thinking") or {"type": "disabled"},
-            "effort": effort,
-            "images": any(b.get("type") == "image" for b in blocks),
+            "citations": citations,
+            "web_search": web_search,
+            "speed": body.get("speed") or "standard",
         }
     )
-    return system, system + messages
+    root = _settings(root_settings)
+    return [root, system, system + _settings(message_settings)]
 
 
 def _as_blocks(content: Any) -> list[dict[str, Any]]:
@@ -115,15 +146,47 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
     return list(content or [])
 
 
-def _explicit_ttl(block: dict[str, Any], where: str) -> str | None:
+def _ttl(block: dict[str, Any], where: str) -> str | None:
     # "cache_control": null is no marker, as the API types every marker as optional.
     if block.get("cache_control") is not None:
         return marker_ttl(block["cache_control"], where)
-    if block.get("type") == "tool_result" and isinstance(block.get("content"), list):
-        for part in block["content"]:
-            if isinstance(part, dict) and part.get("cache_control") is not None:
-                return marker_ttl(part["cache_control"], where)
     return None
+
+
+def _parts(where: str, block: dict[str, Any]) -> list[tuple[str, str, int, str | None]]:
+    """(where, keyed JSON, tokens, marker TTL) of the positions one block makes.
+
+    A block is one position, except a ``tool_result`` whose content is a list: each of
+    its content blocks is a position, so a marker on one of them marks the prefix
+    through that block only (as a marker anywhere else does), and a marker on the
+    tool result itself marks its last content block. The tool result's own fields
+    (``tool_use_id``, ``is_error``) are keyed with its first content block.
+    """
+    content = block.get("content")
+    if block.get("type") != "tool_result" or not isinstance(content, list) or not content:
+        return [
+            (
+                where,
+                canonical_json(strip_cache_control(block)),
+                block_tokens(block),
+                _ttl(block, where),
+            )
+        ]
+    header = {k: v for k, v in block.items() if k not in ("content", "cache_control")}
+    parts: list[tuple[str, str, int, str | None]] = []
+    for k, part in enumerate(content):
+        part_where = f"{where}.content.{k}"
+        keyed = canonical_json(strip_cache_control(part))
+        if k == 0:
+            keyed = canonical_json(header) + keyed
+        parts.append((part_where, keyed, block_tokens(part), _ttl(part, part_where)))
+    own = _ttl(block, where)
+    if own is not None:
+        last_where, keyed, tokens, nested = parts[-1]
+        if nested is not None and nested != own:
+            raise invalid(f"{last_where}.cache_control: differs from the tool_result's own marker")
+        parts[-1] = (last_where, keyed, tokens, own)
+    return parts
 
 
 def _stripped_messages(body: dict[str, Any]) -> set[int]:
@@ -141,9 +204,12 @@ def _stripped_messages(body: dict[str, Any]) -> set[int]:
     return {i for i in range(last_turn) if messages[i]["role"] == "assistant"}
 
 
-def build_prompt(body: dict[str, Any], info: ModelInfo) -> Prompt:
-    """The positions of a validated request, keys and breakpoints included."""
-    system_settings, message_settings = _level_settings(body)
+def build_prompt(body: dict[str, Any], info: ModelInfo, betas: Iterable[str] = ()) -> Prompt:
+    """The positions of a validated request, keys and breakpoints included.
+
+    ``betas`` are the request's ``anthropic-beta`` features: each one is part of the key.
+    """
+    root_settings, system_settings, message_settings = _level_settings(body, info, betas)
     strip = _stripped_messages(body) if info.thinking_retention == "last-turn" else set()
 
     # (where, block, context) in prompt order; the context folds in role and settings.
@@ -166,16 +232,22 @@ def build_prompt(body: dict[str, Any], info: ModelInfo) -> Prompt:
             items.append((where, block, boundary + message_settings))
             first = False
 
-    key = _digest("ember-sim-cache-v1", info.name, str(body.get("workspace_id") or ""))
+    workspace = str(body.get("workspace_id") or "")
+    key = _digest("ember-sim-cache-v2", info.name, workspace, root_settings)
     positions: list[Position] = []
     cumulative = 0
-    for index, (where, block, context) in enumerate(items):
-        key = _digest(key, context, canonical_json(strip_cache_control(block)))
-        tokens = block_tokens(block)
-        cumulative += tokens
+    slot = -1
+    for where, block, context in items:
         kind = str(block.get("type", "tool" if where.startswith("tools") else ""))
-        ttl = _explicit_ttl(block, where)
-        positions.append(Position(index, where, kind, tokens, cumulative, key, ttl))
+        for part_where, part_key, tokens, ttl in _parts(where, block):
+            key = _digest(key, context, part_key)
+            cumulative += tokens
+            # Consecutive tool_use blocks, or tool_result blocks (the parts of one
+            # included), count as one position for the lookback.
+            if not (positions and kind in RUN_KINDS and positions[-1].kind == kind):
+                slot += 1
+            index = len(positions)
+            positions.append(Position(index, part_where, kind, tokens, cumulative, key, ttl, slot))
 
     automatic = body.get("cache_control")
     if automatic is not None:
@@ -184,13 +256,23 @@ def build_prompt(body: dict[str, Any], info: ModelInfo) -> Prompt:
 
 
 def _place_automatic(positions: list[Position], ttl: str) -> None:
-    """Top-level cache_control marks the last block that may carry a marker."""
+    """Top-level cache_control marks the last block that may carry a marker.
+
+    An explicit marker on that block with the same TTL is the same breakpoint; one with
+    a different TTL contradicts the top-level marker, and the API refuses the request.
+    """
     for n in range(len(positions) - 1, -1, -1):
         p = positions[n]
         if p.kind in THINKING_KINDS or (p.kind == "text" and p.tokens == 0):
             continue
-        if p.ttl is None:  # an explicit marker on the same block keeps its own TTL
-            positions[n] = Position(p.index, p.where, p.kind, p.tokens, p.cumulative, p.key, ttl)
+        if p.ttl is None:
+            positions[n] = replace(p, ttl=ttl)
+        elif p.ttl != ttl:
+            raise invalid(
+                f"{p.where}.cache_control: its ttl ({p.ttl!r}) differs from the top-level "
+                f"cache_control ttl ({ttl!r}) that applies to the same last block; give "
+                "them the same ttl or drop one of them"
+            )
         return
 
 
@@ -258,7 +340,9 @@ class CacheStore:
             self._purge(now)
             hits: dict[str, Position] = {}  # breakpoint where -> position read there
             for bp in prompt.breakpoints:
-                for j in range(bp.index, max(-1, bp.index - LOOKBACK), -1):
+                for j in range(bp.index, -1, -1):
+                    if bp.slot - prompt.positions[j].slot >= LOOKBACK:
+                        break
                     entry = self._entries.get(prompt.positions[j].key)
                     if entry is not None and entry.live(now):
                         hits[bp.where] = prompt.positions[j]
@@ -274,8 +358,19 @@ class CacheStore:
         b = max((bp.cumulative for bp in written if bp.ttl == "1h"), default=a)
         c = max((bp.cumulative for bp in written), default=a)
         usage = usage_dict(read=a, write_5m=c - b, write_1h=b - a, uncached=prompt.total_tokens - c)
+        minimum = info.min_cacheable_tokens
+        margin = minimum * NEAR_MINIMUM_MARGIN
+        # Where users report another minimum, everything between the two is uncertain.
+        low = min(minimum, info.reported_min_cacheable_tokens or minimum) - margin
+        high = max(minimum, info.reported_min_cacheable_tokens or minimum) + margin
+
+        def near(tokens: int) -> bool:
+            return low <= tokens <= high
+
         detail = {
             "positions": len(prompt.positions),
+            "min_cacheable_tokens": minimum,
+            "near_minimum": any(near(bp.cumulative) for bp in prompt.breakpoints),
             "total_input_tokens": prompt.total_tokens,
             "read_from": None if read_from is None else read_from.where,
             "breakpoints": [
@@ -285,7 +380,8 @@ class CacheStore:
                     "prefix_tokens": bp.cumulative,
                     "hit": hits[bp.where].where if bp.where in hits else None,
                     "written": bp in written,
-                    "below_minimum": bp.cumulative < info.min_cacheable_tokens,
+                    "below_minimum": bp.cumulative < minimum,
+                    "near_minimum": near(bp.cumulative),
                 }
                 for bp in prompt.breakpoints
             ],

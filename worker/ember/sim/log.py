@@ -37,6 +37,11 @@ class LoggedRequest:
     response: dict[str, Any] | None = None  # the message sent, streamed or not
     disconnected: bool = False
     finished: bool = False
+    body_bytes: int | None = None  # the body's full size, when only its start is kept
+
+    def __post_init__(self) -> None:
+        if self.body_bytes is None:
+            self.body_bytes = len(self.raw)
 
     @property
     def text(self) -> str:
@@ -50,6 +55,7 @@ class LoggedRequest:
             "received_at": self.received_at,
             "headers": self.headers,
             "body_text": self.text,
+            "body_bytes": self.body_bytes,
             "responder": self.responder,
             "status": self.status,
             "usage": self.usage,

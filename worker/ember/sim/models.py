@@ -7,8 +7,7 @@ The SQL model registry is seeded with the same values.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -16,9 +15,6 @@ from typing import Any, Literal
 ThinkingRetention = Literal["last-turn", "all"]
 
 PRICE_KINDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
-
-# A dated snapshot name ("claude-sonnet-4-5-20250929") resolves to its alias.
-_DATED = re.compile(r"^(?P<alias>.+)-\d{8}$")
 
 
 @dataclass(frozen=True)
@@ -28,6 +24,16 @@ class ModelInfo:
     min_cacheable_tokens: int
     thinking_retention: ThinkingRetention
     prices_per_mtok: dict[str, float]
+    # The model renders its thinking configuration before the system prompt: a thinking
+    # or effort change invalidates tools and system too, not only messages.
+    thinking_before_system: bool = False
+    # The model refuses thinking.type "enabled" (a fixed budget); only adaptive is taken.
+    adaptive_thinking_only: bool = False
+    # Dated snapshot names that resolve to this model; any other dated name is a 404.
+    snapshots: tuple[str, ...] = field(default=())
+    # A minimum users observe that differs from the documented one (which is what the
+    # simulator applies); prefixes between the two are flagged near_minimum.
+    reported_min_cacheable_tokens: int | None = None
 
     def list_price_usd(self, usage: dict[str, Any]) -> float:
         """A list-price estimate of one request's cost (not a bill)."""
@@ -49,10 +55,14 @@ class ModelTable:
     models: dict[str, ModelInfo]
 
     def lookup(self, name: str) -> ModelInfo | None:
+        """The model an alias or one of its listed snapshot names means; None otherwise.
+
+        A made-up snapshot ("claude-opus-4-8-20991231") is not found, as the API answers
+        it with a 404, rather than falling back to the alias.
+        """
         if name in self.models:
             return self.models[name]
-        dated = _DATED.match(name)
-        return self.models.get(dated["alias"]) if dated else None
+        return next((m for m in self.models.values() if name in m.snapshots), None)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelTable:
@@ -68,6 +78,10 @@ class ModelTable:
                 min_cacheable_tokens=int(row["min_cacheable_tokens"]),
                 thinking_retention=retention,
                 prices_per_mtok=prices,
+                thinking_before_system=bool(row.get("thinking_before_system", False)),
+                adaptive_thinking_only=bool(row.get("adaptive_thinking_only", False)),
+                snapshots=tuple(str(s) for s in row.get("snapshots", ())),
+                reported_min_cacheable_tokens=row.get("reported_min_cacheable_tokens"),
             )
         return cls(price_as_of=str(data.get("price_as_of", "")), models=models)
 

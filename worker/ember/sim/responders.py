@@ -232,9 +232,10 @@ class Echo:
 
 # --- heuristic ---------------------------------------------------------------------
 
-ROW = re.compile(r"^\s*m:(?P<id>\d+)\s+(?P<head>[^:\n]*?)\s*:(?:\s|$)(?P<text>.*)$")
-HEAD = re.compile(r"^(?P<role>[A-Za-z_]+)\s*(?:\((?P<author>[^)]*)\))?\s*(?P<rest>.*)$")
 STATUS = re.compile(r"\[(?P<status>ok|error|pending)\]", re.IGNORECASE)
+# Only this much of a line is parsed: a row's head is short, and the cues need a sentence,
+# not a megabyte. Longer lines are cut, so no line costs more than a bounded scan.
+MAX_LINE_CHARS = 4000
 
 
 @dataclass
@@ -247,30 +248,74 @@ class Row:
     text: str
 
 
+def _split_row(line: str) -> tuple[int, str, str] | None:
+    """(id, head, text) of a line ``m:<id> <head>: <text>``, or None.
+
+    Written as a scan rather than a regular expression: the pattern it replaces had
+    three ambiguous whitespace runs and backtracked cubically on a line of spaces.
+    The head holds no colon, so the first colon after the id ends it, and it must be
+    followed by whitespace or the end of the line.
+    """
+    rest = line.lstrip()
+    if not rest.startswith("m:"):
+        return None
+    digits = 2
+    while digits < len(rest) and rest[digits].isascii() and rest[digits].isdigit():
+        digits += 1
+    if digits == 2 or digits == len(rest) or not rest[digits].isspace():
+        return None
+    colon = rest.find(":", digits)
+    if colon < 0:
+        return None
+    text = rest[colon + 1 :]
+    if text and not text[0].isspace():
+        return None
+    return int(rest[2:digits]), rest[digits:colon].strip(), text
+
+
+def _split_head(head: str) -> tuple[str, str | None, str] | None:
+    """(role, author, rest) of a head ``<role>[(<author>)] <rest>``, or None."""
+    end = 0
+    while end < len(head) and (head[end].isascii() and (head[end].isalpha() or head[end] == "_")):
+        end += 1
+    if end == 0:
+        return None
+    role, rest = head[:end], head[end:].lstrip()
+    author: str | None = None
+    if rest.startswith("("):
+        close = rest.find(")")
+        if close >= 0:
+            author, rest = rest[1:close], rest[close + 1 :].lstrip()
+    return role, author, rest
+
+
 def parse_rows(text: str) -> list[Row]:
     """Rows rendered as ``m:<id> <role>[(<author>)] [<tool> [status]]: <content>``.
 
-    Lines that do not start a row continue the previous row's content.
+    Lines that do not start a row continue the previous row's content. Each line is
+    parsed in time linear in its length, and only its first MAX_LINE_CHARS characters.
     """
     rows: list[Row] = []
-    for line in text.splitlines():
-        match = ROW.match(line)
-        head = HEAD.match(match["head"]) if match else None
-        if match is None or head is None:
+    for whole in text.splitlines():
+        line = whole[:MAX_LINE_CHARS]
+        row = _split_row(line)
+        head = _split_head(row[1]) if row else None
+        if row is None or head is None:
             if rows:
                 rows[-1].text += "\n" + line
             continue
-        rest = head["rest"] or ""
+        message_id, _, content = row
+        role, author, rest = head
         status = STATUS.search(rest)
         tool = STATUS.sub("", rest).strip().split()
         rows.append(
             Row(
-                message_id=int(match["id"]),
-                role=head["role"].lower(),
-                author=(head["author"] or "").strip().lower() or None,
+                message_id=message_id,
+                role=role.lower(),
+                author=(author or "").strip().lower() or None,
                 tool_name=tool[0] if tool else None,
                 status=status["status"].lower() if status else None,
-                text=match["text"].strip(),
+                text=content.strip(),
             )
         )
     return rows
@@ -360,6 +405,11 @@ class Heuristic:
     name = "heuristic"
 
     async def respond(self, request: SimRequest) -> Outcome:
+        # The parsing is CPU work on the request's text: off the event loop, so one large
+        # request never stalls the others.
+        return await anyio.to_thread.run_sync(self.answer, request)
+
+    def answer(self, request: SimRequest) -> Outcome:
         rows = [row for text in request.texts() for row in parse_rows(text)]
         facts = propose_facts(rows)
         tool = choose_tool(request.body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..media import MediaError, document_block_tokens, image_block_tokens
 from .errors import ApiError, invalid
 from .models import ModelInfo, ModelTable
 
@@ -18,6 +19,34 @@ MAX_BREAKPOINTS = 4
 TTLS = ("5m", "1h")
 TOOL_CHOICES = ("auto", "any", "tool", "none")
 THINKING_TYPES = ("enabled", "disabled", "adaptive", "between_tools")
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+SPEEDS = ("standard", "fast")
+
+# Top-level fields the simulator reads, or knows leave the prompt alone (sampling and
+# bookkeeping). Anything else is refused rather than ignored: an ignored field that
+# changes what the model sees would show a cache hit the API never gives.
+KNOWN_FIELDS = frozenset(
+    {
+        "model", "max_tokens", "messages", "system", "tools", "tool_choice", "thinking",
+        "stream", "cache_control", "output_config", "speed", "workspace_id",
+        "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier",
+    }
+)  # fmt: skip
+# Fields that change the prompt in ways the simulator does not reproduce: refused by name.
+UNMODELLED_FIELDS = {
+    "context_management": "context editing clears tool results and thinking from the prompt",
+    "mcp_servers": "the MCP connector adds the servers' tool definitions to the prompt",
+    "container": "skills and code-execution containers add to the prompt",
+    "output_format": "the older structured-outputs field; use output_config.format",
+}
+
+
+def not_modelled(what: str, why: str) -> ApiError:
+    """A refusal for a request the API would take but the simulator cannot account for."""
+    return invalid(
+        f"{what}: not modelled by ember sim ({why}); it would change the prompt cache in "
+        "ways the simulator cannot reproduce, so it is refused rather than ignored"
+    )
 
 
 def validate_request(body: Any, models: ModelTable, *, count_tokens: bool = False) -> ModelInfo:
@@ -27,12 +56,14 @@ def validate_request(body: Any, models: ModelTable, *, count_tokens: bool = Fals
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise invalid("model: Field required")
+    _check_fields(body, count_tokens)
     if not count_tokens:
         max_tokens = body.get("max_tokens")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
             raise invalid("max_tokens: Field required (an integer)")
-        if max_tokens < 1:
-            raise invalid("max_tokens: must be at least 1")
+        # 0 is allowed: a pre-warming request writes the cache and generates nothing.
+        if max_tokens < 0:
+            raise invalid("max_tokens: must be at least 0")
         if "stream" in body and not isinstance(body["stream"], bool):
             raise invalid("stream: must be a boolean")
     _check_messages(body.get("messages"))
@@ -43,10 +74,52 @@ def validate_request(body: Any, models: ModelTable, *, count_tokens: bool = Fals
     _check_markers(body)
     _check_tool_pairs(body["messages"])
     _check_forced_tool_with_thinking(body)
+    _check_output_config(body.get("output_config"))
+    _check_speed(body.get("speed"))
     info = models.lookup(model)
     if info is None:
         raise ApiError(404, f"model: {model}")
+    _check_thinking_mode(body.get("thinking"), info)
     return info
+
+
+def _check_fields(body: dict[str, Any], count_tokens: bool) -> None:
+    for name in body:
+        if name in UNMODELLED_FIELDS:
+            raise not_modelled(name, UNMODELLED_FIELDS[name])
+        if name not in KNOWN_FIELDS:
+            raise not_modelled(name, "an unknown field, which may change what the model sees")
+
+
+def _check_output_config(config: Any) -> None:
+    if config is None:
+        return
+    if not isinstance(config, dict):
+        raise invalid("output_config: must be an object")
+    for key in config:
+        if key not in ("effort", "format"):
+            raise not_modelled(f"output_config.{key}", "an output setting it does not know")
+    effort = config.get("effort")
+    if effort is not None and effort not in EFFORTS:
+        raise invalid("output_config.effort: must be one of " + ", ".join(EFFORTS))
+    fmt = config.get("format")
+    if fmt is not None and (not isinstance(fmt, dict) or fmt.get("type") != "json_schema"):
+        raise invalid("output_config.format.type: must be 'json_schema'")
+
+
+def _check_speed(speed: Any) -> None:
+    if speed is not None and speed not in SPEEDS:
+        raise invalid("speed: must be one of " + ", ".join(SPEEDS))
+
+
+def _check_thinking_mode(thinking: Any, info: ModelInfo) -> None:
+    enabled = isinstance(thinking, dict) and thinking.get("type") == "enabled"
+    if info.adaptive_thinking_only and enabled:
+        raise invalid(
+            '"thinking.type.enabled" is not supported for this model. Use '
+            '"thinking.type.adaptive" and "output_config.effort" to control thinking '
+            "behavior."
+        )
 
 
 def thinking_enabled(body: dict[str, Any]) -> bool:
@@ -67,6 +140,10 @@ def _check_messages(messages: Any) -> None:
         content = message.get("content")
         if isinstance(content, str):
             empty = content == ""
+            if content and not content.strip() and not (i == last and role == "assistant"):
+                raise invalid(
+                    f"messages.{i}.content: text content blocks must contain non-whitespace text"
+                )
         elif isinstance(content, list):
             for j, block in enumerate(content):
                 _check_block(block, f"messages.{i}.content.{j}")
@@ -78,6 +155,19 @@ def _check_messages(messages: Any) -> None:
                 f"messages.{i}: all messages must have non-empty content except for the "
                 "optional final assistant message"
             )
+    _check_prefill(messages[last])
+
+
+def _check_prefill(message: dict[str, Any]) -> None:
+    """A final assistant message (a prefill) may be empty, but may not end in whitespace."""
+    if message["role"] != "assistant":
+        return
+    content = message["content"]
+    final = content if isinstance(content, str) else None
+    if isinstance(content, list) and content and content[-1].get("type") == "text":
+        final = content[-1]["text"]
+    if final and final[-1].isspace():
+        raise invalid("messages: final assistant content cannot end with trailing whitespace")
 
 
 def _check_block(block: Any, where: str) -> None:
@@ -86,6 +176,15 @@ def _check_block(block: Any, where: str) -> None:
     kind = block["type"]
     if kind == "text" and not isinstance(block.get("text"), str):
         raise invalid(f"{where}.text: Field required")
+    if kind == "text" and not block["text"]:
+        raise invalid(f"{where}.text: text content blocks must be non-empty")
+    if kind == "text" and not block["text"].strip():
+        raise invalid(f"{where}.text: text content blocks must contain non-whitespace text")
+    if kind in ("image", "document"):
+        try:
+            (image_block_tokens if kind == "image" else document_block_tokens)(block, where)
+        except MediaError as exc:
+            raise invalid(str(exc)) from None
     if kind == "tool_use":
         if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
             raise invalid(f"{where}: tool_use needs a string 'id' and 'name'")
@@ -105,6 +204,8 @@ def _check_block(block: Any, where: str) -> None:
 
 
 def _check_system(system: Any) -> None:
+    if isinstance(system, str) and system and not system.strip():
+        raise invalid("system: text content blocks must contain non-whitespace text")
     if system is None or isinstance(system, str):
         return
     if not isinstance(system, list):
@@ -146,6 +247,8 @@ def _check_thinking(thinking: Any, max_tokens: Any) -> None:
         return
     if not isinstance(thinking, dict) or thinking.get("type") not in THINKING_TYPES:
         raise invalid("thinking.type: must be one of " + ", ".join(THINKING_TYPES))
+    if thinking["type"] == "adaptive" and "budget_tokens" in thinking:
+        raise invalid("thinking.adaptive.budget_tokens: Extra inputs are not permitted")
     if thinking["type"] != "enabled":
         return
     budget = thinking.get("budget_tokens")
