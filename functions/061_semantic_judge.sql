@@ -1,0 +1,205 @@
+-- Semantic judging (seed 000 section 6): which proposals and facts go to a light model, grouped
+-- by label-category set, and the one write procedure that stores its answer. The model call is
+-- the worker's (worker/ember/comparison/judge.py); what is sent and what counts is decided here.
+
+-- The candidates of a window: valid proposals and facts, with the label categories they carry,
+-- never a row of an isolated thread (the comparison helpers already drop them). A fact pointing
+-- into several threads is listed once, under its first pointer's thread.
+CREATE OR REPLACE FUNCTION ember.semantic_candidates(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (side text, item_id bigint, thread_id text, text text, categories text[])
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    SELECT 'proposal'::text, p.proposal_id, p.thread_id, p.text, ember.label_set(p.categories)
+    FROM ember.comparison_proposals(p_since, p_until) AS p
+    UNION ALL
+    SELECT DISTINCT ON (f.fact_id) 'fact'::text, f.fact_id, f.thread_id, f.text, ember.label_set(f.categories)
+    FROM ember.comparison_facts(p_since, p_until) AS f
+    ORDER BY 1 DESC, 2;
+END;
+$$;
+
+-- The facts worth showing the judge for these proposals. When every proposal and fact has an
+-- embedding, the p_k nearest facts (cosine distance) of each proposal, in fact-id order; else
+-- every fact, because a shortlist over some of them would silently drop the others.
+CREATE OR REPLACE FUNCTION ember.semantic_shortlist(p_proposal_ids bigint[], p_fact_ids bigint[], p_k integer DEFAULT 5)
+RETURNS bigint[]
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM ember.shadow_proposals AS p
+               WHERE p.id = ANY(p_proposal_ids) AND p.embedding IS NULL)
+       OR EXISTS (SELECT 1 FROM ember.facts AS f WHERE f.id = ANY(p_fact_ids) AND f.embedding IS NULL) THEN
+        RETURN ARRAY(SELECT DISTINCT x FROM unnest(p_fact_ids) AS x ORDER BY x);
+    END IF;
+    RETURN ARRAY(
+        SELECT DISTINCT n.id
+        FROM ember.shadow_proposals AS p
+        CROSS JOIN LATERAL (
+            SELECT f.id FROM ember.facts AS f
+            WHERE f.id = ANY(p_fact_ids)
+            ORDER BY f.embedding <=> p.embedding, f.id
+            LIMIT p_k
+        ) AS n
+        WHERE p.id = ANY(p_proposal_ids)
+        ORDER BY n.id
+    );
+END;
+$$;
+
+-- Store one judge call. p_outcome:
+--   {"categories": [...], "model": "...", "window_since": ts|null, "window_until": ts|null,
+--    "proposal_ids": [...], "fact_ids": [...], "status": "completed"|"failed", "error": text|null,
+--    "pairs": [[proposal_index, fact_index], ...], "usage": {input_tokens, cache_read_input_tokens,
+--    cache_creation_5m_input_tokens, cache_creation_1h_input_tokens, output_tokens},
+--    "started_at": ts, "finished_at": ts, "latency_ms": n}
+-- Indexes are 0-based into proposal_ids and fact_ids as sent. An index out of range fails the run
+-- with the reason and stores no pair: a made-up pair is worse than none. Refused outright (nothing
+-- stored): a malformed outcome (EM072), an item of an isolated thread or not a candidate (EM071),
+-- a model not tagged for the categories (EM073).
+CREATE OR REPLACE FUNCTION ember.submit_judge_run(p_outcome jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_categories text[];
+    v_model ember.models;
+    v_proposals bigint[];
+    v_facts bigint[];
+    v_status text;
+    v_error text;
+    v_pair jsonb;
+    v_i bigint;
+    v_run bigint;
+    v_bad bigint;
+BEGIN
+    IF p_outcome IS NULL OR jsonb_typeof(p_outcome) <> 'object'
+       OR jsonb_typeof(p_outcome -> 'categories') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'proposal_ids') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'fact_ids') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'pairs') IS DISTINCT FROM 'array'
+       OR p_outcome ->> 'status' IS NULL OR p_outcome ->> 'status' NOT IN ('completed', 'failed')
+       OR (p_outcome ->> 'status' = 'failed' AND p_outcome ->> 'error' IS NULL)
+       OR p_outcome ->> 'started_at' IS NULL OR p_outcome ->> 'finished_at' IS NULL THEN
+        RAISE EXCEPTION 'judge outcome is malformed: %', left(p_outcome::text, 200)
+            USING ERRCODE = 'EM072',
+                  HINT = 'needs categories, proposal_ids, fact_ids, pairs (arrays), status, started_at, '
+                      || 'finished_at, and error when failed';
+    END IF;
+    IF EXISTS (
+        SELECT 1 FROM unnest(ARRAY[
+            'input_tokens', 'cache_read_input_tokens', 'cache_creation_5m_input_tokens',
+            'cache_creation_1h_input_tokens', 'output_tokens'
+        ]) AS k
+        WHERE p_outcome -> 'usage' ? k AND NOT ember.jsonb_is_count(p_outcome -> 'usage' -> k)
+    ) OR (p_outcome ? 'latency_ms' AND jsonb_typeof(p_outcome -> 'latency_ms') <> 'null'
+          AND NOT ember.jsonb_is_count(p_outcome -> 'latency_ms')) THEN
+        RAISE EXCEPTION 'judge outcome: usage and latency_ms must be non-negative integers: %',
+            p_outcome -> 'usage'
+            USING ERRCODE = 'EM072';
+    END IF;
+
+    v_categories := ember.label_set(ARRAY(SELECT jsonb_array_elements_text(p_outcome -> 'categories')));
+    v_proposals := ARRAY(SELECT (x #>> '{}')::bigint FROM jsonb_array_elements(p_outcome -> 'proposal_ids') AS x);
+    v_facts := ARRAY(SELECT (x #>> '{}')::bigint FROM jsonb_array_elements(p_outcome -> 'fact_ids') AS x);
+    v_status := p_outcome ->> 'status';
+    v_error := p_outcome ->> 'error';
+
+    SELECT * INTO v_model FROM ember.models WHERE id = p_outcome ->> 'model';
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'judge outcome: unknown model "%"', p_outcome ->> 'model'
+            USING ERRCODE = 'EM072';
+    END IF;
+    IF NOT v_model.tags @> v_categories THEN
+        RAISE EXCEPTION 'judge outcome: model "%" is not tagged for %', v_model.id, v_categories
+            USING ERRCODE = 'EM073', HINT = 'route the group with ember.route_model(''light'', categories)';
+    END IF;
+
+    -- Every item must be a candidate of no isolated thread carrying exactly the group's categories.
+    SELECT x INTO v_bad FROM unnest(v_proposals) AS x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM ember.shadow_proposals AS p
+        JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
+        WHERE p.id = x AND p.validation_error IS NULL AND ember.label_set(p.categories) = v_categories
+    )
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'judge outcome: proposal % is not a candidate of group %', v_bad, v_categories
+            USING ERRCODE = 'EM071',
+                  DETAIL = 'a rejected proposal, one of an isolated thread, or one of other categories';
+    END IF;
+    SELECT x INTO v_bad FROM unnest(v_facts) AS x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM ember.facts AS f
+        WHERE f.id = x AND ember.label_set(f.categories) = v_categories
+          AND EXISTS (SELECT 1 FROM ember.comparison_fact_pointers AS fp WHERE fp.fact_id = f.id)
+          AND NOT EXISTS (
+              SELECT 1 FROM ember.comparison_fact_pointers AS fp
+              WHERE fp.fact_id = f.id AND ember.is_isolated(fp.thread_id)
+          )
+    )
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'judge outcome: fact % is not a candidate of group %', v_bad, v_categories
+            USING ERRCODE = 'EM071', DETAIL = 'a fact of an isolated thread, or one of other categories';
+    END IF;
+
+    -- Each pair must be two integers in range; the first that is not fails the whole group.
+    IF v_status = 'completed' THEN
+        v_i := 0;
+        FOR v_pair IN SELECT value FROM jsonb_array_elements(p_outcome -> 'pairs') LOOP
+            IF jsonb_typeof(v_pair) <> 'array' OR jsonb_array_length(v_pair) <> 2
+               OR NOT ember.jsonb_is_count(v_pair -> 0) OR NOT ember.jsonb_is_count(v_pair -> 1) THEN
+                v_status := 'failed';
+                v_error := format('pair %s is not two non-negative indexes: %s', v_i, v_pair);
+            ELSIF (v_pair ->> 0)::bigint >= cardinality(v_proposals) THEN
+                v_status := 'failed';
+                v_error := format('pair %s: proposal index %s out of range (%s proposals sent)',
+                                  v_i, v_pair -> 0, cardinality(v_proposals));
+            ELSIF (v_pair ->> 1)::bigint >= cardinality(v_facts) THEN
+                v_status := 'failed';
+                v_error := format('pair %s: fact index %s out of range (%s facts sent)',
+                                  v_i, v_pair -> 1, cardinality(v_facts));
+            END IF;
+            EXIT WHEN v_status = 'failed';
+            v_i := v_i + 1;
+        END LOOP;
+    END IF;
+
+    INSERT INTO ember.judge_runs (
+        categories, model, status, error, window_since, window_until, proposal_ids, fact_ids,
+        input_tokens, cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens,
+        price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
+        started_at, finished_at, latency_ms
+    ) VALUES (
+        v_categories, v_model.id, v_status, v_error,
+        (p_outcome ->> 'window_since')::timestamptz, (p_outcome ->> 'window_until')::timestamptz,
+        v_proposals, v_facts,
+        coalesce((p_outcome #>> '{usage,input_tokens}')::bigint, 0),
+        coalesce((p_outcome #>> '{usage,cache_read_input_tokens}')::bigint, 0),
+        coalesce((p_outcome #>> '{usage,cache_creation_5m_input_tokens}')::bigint, 0),
+        coalesce((p_outcome #>> '{usage,cache_creation_1h_input_tokens}')::bigint, 0),
+        coalesce((p_outcome #>> '{usage,output_tokens}')::bigint, 0),
+        v_model.price_as_of, v_model.price_input, v_model.price_output, v_model.price_cache_write_5m,
+        v_model.price_cache_write_1h, v_model.price_cache_read,
+        (p_outcome ->> 'started_at')::timestamptz, (p_outcome ->> 'finished_at')::timestamptz,
+        (p_outcome ->> 'latency_ms')::bigint
+    )
+    RETURNING id INTO v_run;
+
+    IF v_status = 'completed' THEN
+        INSERT INTO ember.judged_pairs (judge_run_id, proposal_id, fact_id)
+        SELECT DISTINCT v_run, v_proposals[(x.value ->> 0)::int + 1], v_facts[(x.value ->> 1)::int + 1]
+        FROM jsonb_array_elements(p_outcome -> 'pairs') AS x;
+    END IF;
+
+    RETURN jsonb_build_object(
+        'judge_run_id', v_run, 'status', v_status, 'error', v_error,
+        'pairs', CASE WHEN v_status = 'completed' THEN jsonb_array_length(p_outcome -> 'pairs') ELSE 0 END
+    );
+END;
+$$;
