@@ -39,7 +39,7 @@ ember.comparison_cost(timestamptz, timestamptz),
 ember.comparison_latency(timestamptz, timestamptz),
 ember.comparison_evidence_quality(timestamptz, timestamptz),
 ember.comparison_summary(timestamptz, timestamptz)
-FROM PUBLIC;
+FROM public;
 
 GRANT EXECUTE ON FUNCTION
 ember.comparison_exact(timestamptz, timestamptz),

@@ -1,0 +1,239 @@
+-- Comparison, continued: cost, latency and evidence quality (helpers in 060_comparison.sql).
+
+-- comparison_cost and comparison_latency --------------------------------------------------------
+
+-- Every run of every pipeline with its usage and price snapshot, in one shape. Shadow runs of an
+-- isolated thread are left out like everything else of such a thread.
+CREATE OR REPLACE VIEW ember.comparison_runs AS
+SELECT
+    'steward'::text AS pipeline,
+    s.model,
+    s.status,
+    s.started_at,
+    s.latency_ms,
+    s.input_tokens,
+    s.cache_read_tokens,
+    s.cache_write_5m_tokens,
+    s.cache_write_1h_tokens,
+    s.output_tokens,
+    s.price_input,
+    s.price_output,
+    s.price_cache_write_5m,
+    s.price_cache_write_1h,
+    s.price_cache_read
+FROM ember.steward_runs AS s
+UNION ALL
+SELECT
+    'shadow ' || r.path AS pipeline,
+    r.model,
+    r.status,
+    r.started_at,
+    r.latency_ms,
+    r.input_tokens,
+    r.cache_read_tokens,
+    r.cache_write_5m_tokens,
+    r.cache_write_1h_tokens,
+    r.output_tokens,
+    r.price_input,
+    r.price_output,
+    r.price_cache_write_5m,
+    r.price_cache_write_1h,
+    r.price_cache_read
+FROM ember.shadow_runs AS r
+INNER JOIN ember.comparison_open_threads AS o ON r.thread_id = o.thread_id
+UNION ALL
+SELECT
+    'semantic judge' AS pipeline,
+    j.model,
+    j.status,
+    j.started_at,
+    j.latency_ms,
+    j.input_tokens,
+    j.cache_read_tokens,
+    j.cache_write_5m_tokens,
+    j.cache_write_1h_tokens,
+    j.output_tokens,
+    j.price_input,
+    j.price_output,
+    j.price_cache_write_5m,
+    j.price_cache_write_1h,
+    j.price_cache_read
+FROM ember.judge_runs AS j;
+
+-- A run's list-price estimate in USD, or NULL when any price of its snapshot is missing.
+CREATE OR REPLACE FUNCTION ember.run_usd(r ember.comparison_runs)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT (
+        r.input_tokens * r.price_input
+        + r.output_tokens * r.price_output
+        + r.cache_write_5m_tokens * r.price_cache_write_5m
+        + r.cache_write_1h_tokens * r.price_cache_write_1h
+        + r.cache_read_tokens * r.price_cache_read
+    ) / 1000000.0
+$$;
+
+CREATE OR REPLACE FUNCTION ember.comparison_cost(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    pipeline text,
+    model text,
+    status text,
+    runs bigint,
+    input_tokens numeric,
+    cache_read_tokens numeric,
+    cache_write_5m_tokens numeric,
+    cache_write_1h_tokens numeric,
+    output_tokens numeric,
+    runs_without_price bigint,
+    estimated_usd numeric
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    SELECT r.pipeline, r.model, r.status, count(*),
+           sum(r.input_tokens), sum(r.cache_read_tokens), sum(r.cache_write_5m_tokens),
+           sum(r.cache_write_1h_tokens), sum(r.output_tokens),
+           count(*) FILTER (WHERE ember.run_usd(r) IS NULL),
+           -- A missing price makes the whole group unknown: never a smaller total.
+           CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END
+    FROM ember.comparison_runs AS r
+    WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+    GROUP BY r.pipeline, r.model, r.status
+    ORDER BY r.pipeline, r.model, r.status;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_cost AS
+SELECT * FROM ember.comparison_cost(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_cost IS
+'Cost by pipeline (steward, shadow hot, shadow cold, semantic judge) x model x status: runs, tokens by kind,
+and estimated USD from each run''s own list-price snapshot. A list-price snapshot, not subscription billing.
+estimated_usd is NULL for a group when any of its runs lacks a price (runs_without_price), never a smaller
+total. Windowed by run start: ember.comparison_cost(since, until). No run of an isolated thread.';
+
+CREATE OR REPLACE FUNCTION ember.comparison_latency(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    pipeline text,
+    model text,
+    runs bigint,
+    p50_ms double precision,
+    p95_ms double precision,
+    max_ms bigint
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    SELECT r.pipeline, r.model, count(*),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_ms),
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms),
+           max(r.latency_ms)
+    FROM ember.comparison_runs AS r
+    WHERE r.latency_ms IS NOT NULL
+      AND ember.comparison_in_window(r.started_at, p_since, p_until)
+    GROUP BY r.pipeline, r.model
+    ORDER BY r.pipeline, r.model;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_latency AS
+SELECT * FROM ember.comparison_latency(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_latency IS
+'Latency of finished runs (those with a latency_ms) by pipeline and model: p50 and p95 (continuous
+percentiles) and max, in milliseconds. Windowed by run start: ember.comparison_latency(since, until).';
+
+-- comparison_evidence_quality -------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION ember.comparison_evidence_quality(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    source text,
+    item_id bigint,
+    thread_id text,
+    evidence_kind text,
+    ordinal bigint,
+    message_id bigint,
+    generation_id uuid,
+    target_exists boolean,
+    problem text
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    WITH ptr AS (
+        SELECT 'shadow'::text AS source, p.proposal_id AS item_id, p.thread_id AS item_thread,
+               sp.evidence_kind, e.ordinality AS ordinal,
+               (e.value ->> 'message_id')::bigint AS message_id,
+               (e.value ->> 'generation_id')::uuid AS generation_id
+        FROM ember.comparison_proposals(p_since, p_until) AS p
+        JOIN ember.shadow_proposals AS sp ON sp.id = p.proposal_id
+        CROSS JOIN LATERAL jsonb_array_elements(p.evidence) WITH ORDINALITY AS e (value, ordinality)
+        UNION ALL
+        SELECT 'steward', f.id,
+               -- A fact's own thread is that of its first pointer.
+               (SELECT fp.thread_id FROM ember.comparison_fact_pointers AS fp
+                WHERE fp.fact_id = f.id ORDER BY fp.ordinal LIMIT 1),
+               f.evidence_kind, fe.ordinal::bigint, fe.message_id, fe.generation_id
+        FROM ember.facts AS f
+        JOIN ember.fact_evidence AS fe ON fe.fact_id = f.id
+        WHERE f.id IN (SELECT cf.fact_id FROM ember.comparison_facts(p_since, p_until) AS cf)
+    ),
+    resolved AS (
+        SELECT ptr.*,
+               (m.id IS NOT NULL OR g.id IS NOT NULL) AS found,
+               coalesce(m.thread_id, g.thread_id) AS target_thread,
+               m.role, m.author, m.tool_status, m.seq, m.content,
+               max(m.seq) OVER (PARTITION BY ptr.source, ptr.item_id) AS item_max_seq
+        FROM ptr
+        LEFT JOIN ember.messages AS m ON m.id = ptr.message_id
+        LEFT JOIN ember.generations AS g ON g.id = ptr.generation_id
+    )
+    SELECT r.source, r.item_id, r.item_thread, r.evidence_kind, r.ordinal, r.message_id, r.generation_id,
+           r.found,
+           CASE
+               WHEN NOT r.found THEN 'target does not exist'
+               WHEN r.evidence_kind = 'user-stated' AND (r.message_id IS NULL OR r.role <> 'user'
+                                                         OR r.author <> 'human')
+                   THEN 'user-stated: not a human user message'
+               WHEN r.evidence_kind = 'user-stated' AND ember.is_question(r.content)
+                   THEN 'user-stated: the row is only a question'
+               WHEN r.evidence_kind = 'tool-verified' AND (r.message_id IS NULL OR r.role <> 'tool_result'
+                                                           OR r.tool_status <> 'ok')
+                   THEN 'tool-verified: not an ok tool result'
+               WHEN r.evidence_kind = 'observed-outcome' AND r.target_thread IS DISTINCT FROM r.item_thread
+                   THEN 'observed-outcome: not in the same thread'
+               WHEN r.evidence_kind = 'observed-outcome' AND r.message_id IS NOT NULL
+                    AND r.seq < r.item_max_seq
+                   THEN 'observed-outcome: not the latest row the item cites'
+           END
+    FROM resolved AS r
+    WHERE r.item_thread IS NOT NULL
+    ORDER BY r.source, r.item_id, r.ordinal;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_evidence_quality AS
+SELECT * FROM ember.comparison_evidence_quality(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_evidence_quality IS
+'Pointer identity checks only, one row per evidence pointer of a valid proposal (source shadow) or a fact
+(source steward): the target exists; user-stated points at a human user row (flagged when that row is only a
+question); tool-verified at an ok tool result; observed-outcome at a row of the same thread that is the latest
+the item cites. problem is NULL when the checks pass. Whether the fact is correct still needs a human read.
+Windowed: ember.comparison_evidence_quality(since, until). No isolated thread.';
