@@ -110,3 +110,53 @@ coverages of steward facts in separate columns, never mixed: exact (normalized t
 each is facts covered / facts, NULL when the window has no facts. Plus proposals, rejected proposals by
 reason, facts, list-price USD by pipeline (NULL when any run lacks a price) and p50/p95 latency. No isolated
 thread.';
+
+-- The summary day by day (UTC days), for the report's coverage-over-time chart: every day from
+-- the first to the last proposal or fact of the window, at most 366 days back from the last.
+CREATE OR REPLACE FUNCTION ember.comparison_daily(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    day date,
+    proposals bigint,
+    facts bigint,
+    exact_coverage numeric,
+    evidence_coverage numeric,
+    semantic_coverage numeric
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+AS $$
+DECLARE
+    v_first date;
+    v_last date;
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    SELECT min(x.at AT TIME ZONE 'UTC')::date, max(x.at AT TIME ZONE 'UTC')::date INTO v_first, v_last
+    FROM (
+        SELECT p.created_at AS at FROM ember.comparison_proposals(p_since, p_until) AS p
+        UNION ALL
+        SELECT f.created_at FROM ember.comparison_facts(p_since, p_until) AS f
+    ) AS x;
+    IF v_first IS NULL THEN
+        RETURN;
+    END IF;
+    v_first := greatest(v_first, v_last - 366);
+    RETURN QUERY
+    SELECT d.day::date, s.proposals, s.facts, s.exact_coverage, s.evidence_coverage, s.semantic_coverage
+    FROM generate_series(v_first::timestamp, v_last::timestamp, interval '1 day') AS d (day)
+    CROSS JOIN LATERAL ember.comparison_summary(
+        greatest((d.day AT TIME ZONE 'UTC'), p_since),
+        CASE WHEN p_until IS NULL THEN (d.day + interval '1 day') AT TIME ZONE 'UTC'
+             ELSE least((d.day + interval '1 day') AT TIME ZONE 'UTC', p_until) END
+    ) AS s
+    ORDER BY d.day;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_daily AS
+SELECT * FROM ember.comparison_daily(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_daily IS
+'comparison_summary per UTC day (proposals, facts and the three coverages, still separate), from the first to
+the last day with a proposal or fact. Windowed: ember.comparison_daily(since, until).';

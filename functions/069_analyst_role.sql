@@ -26,7 +26,8 @@ ember.comparison_semantic,
 ember.comparison_cost,
 ember.comparison_latency,
 ember.comparison_evidence_quality,
-ember.comparison_summary
+ember.comparison_summary,
+ember.comparison_daily
 TO ember_analyst;
 
 -- Only these SECURITY DEFINER functions, and only to the analyst: granted to PUBLIC (the default)
@@ -38,7 +39,8 @@ ember.comparison_semantic(timestamptz, timestamptz),
 ember.comparison_cost(timestamptz, timestamptz),
 ember.comparison_latency(timestamptz, timestamptz),
 ember.comparison_evidence_quality(timestamptz, timestamptz),
-ember.comparison_summary(timestamptz, timestamptz)
+ember.comparison_summary(timestamptz, timestamptz),
+ember.comparison_daily(timestamptz, timestamptz)
 FROM public;
 
 GRANT EXECUTE ON FUNCTION
@@ -48,5 +50,6 @@ ember.comparison_semantic(timestamptz, timestamptz),
 ember.comparison_cost(timestamptz, timestamptz),
 ember.comparison_latency(timestamptz, timestamptz),
 ember.comparison_evidence_quality(timestamptz, timestamptz),
-ember.comparison_summary(timestamptz, timestamptz)
+ember.comparison_summary(timestamptz, timestamptz),
+ember.comparison_daily(timestamptz, timestamptz)
 TO ember_analyst;

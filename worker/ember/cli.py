@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ember.config import database_url, uses_embedded
 from ember.devsetup import SetupError, ensure_pgtap, fresh_database
@@ -53,6 +54,59 @@ def _cmd_testdb(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from ember.comparison.report import WindowError, parse_when
+
+    try:
+        since = parse_when(args.since) if args.since else None
+        until = parse_when(args.until) if args.until else None
+    except WindowError as exc:
+        print(f"ember compare: {exc}", file=sys.stderr)
+        return 2
+    if since and until and since >= until:
+        print("ember compare: --since must be before --until", file=sys.stderr)
+        return 2
+    url = database_url()
+    if args.semantic:
+        return _compare_semantic(url, since, until, dry_run=args.dry_run)
+    return _compare_report(url, since, until, as_json=args.json, html_file=args.html)
+
+
+def _compare_semantic(url: str, since: Any, until: Any, *, dry_run: bool) -> int:
+    import psycopg
+
+    from ember.comparison.client import judge_client
+    from ember.comparison.judge import describe, run_semantic
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        results = run_semantic(conn, since, until, dry_run=dry_run, client_factory=judge_client)
+    print(describe(results))
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _compare_report(
+    url: str, since: Any, until: Any, *, as_json: bool, html_file: str | None
+) -> int:
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from ember.comparison import html
+    from ember.comparison.report import collect, print_tables, read_only, to_json
+
+    with read_only(url) as conn:
+        report = collect(conn, since, until)
+    if html_file:
+        Path(html_file).write_text(html.render(report), encoding="utf-8")
+    if as_json:
+        print(to_json(report))
+    elif not html_file:
+        print_tables(report, Console())
+    else:
+        print(f"wrote {html_file}")
+    return 0
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -77,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     testdb.add_argument("--name", default="ember_test")
     testdb.add_argument("--no-pgtap", action="store_true")
     testdb.set_defaults(func=_cmd_testdb)
+
+    cmp = sub.add_parser("compare", help="compare shadow with the steward (see README)")
+    cmp.add_argument("--since", help="window start: 2026-11-30, an ISO timestamp, or 7d, 24h, 30m")
+    cmp.add_argument("--until", help="window end (exclusive), same formats; default now")
+    cmp.add_argument("--json", action="store_true", help="the report as JSON")
+    cmp.add_argument("--html", metavar="FILE", help="write the report as one self-contained page")
+    cmp.add_argument("--semantic", action="store_true", help="judge semantic pairs with a model")
+    cmp.add_argument("--dry-run", action="store_true", help="with --semantic: print, call nothing")
+    cmp.set_defaults(func=_cmd_compare)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser

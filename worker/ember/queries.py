@@ -61,3 +61,27 @@ PROGRESS_BOARD: LiteralString = """
 SELECT thread_id, title, kind, status, running, event_id, report, reported_at, delivered
 FROM ember.progress_board()
 """
+
+# --- comparison ---
+
+# The candidates of a window, isolated threads already removed in SQL (semantic_candidates).
+SEMANTIC_CANDIDATES: LiteralString = (
+    "SELECT side, item_id, thread_id, text, categories FROM ember.semantic_candidates(%s, %s)"
+)
+ROUTE_LIGHT_MODEL: LiteralString = "SELECT ember.route_model('light', %s::text[])"
+SEMANTIC_SHORTLIST: LiteralString = (
+    "SELECT ember.semantic_shortlist(%s::bigint[], %s::bigint[], %s)"
+)
+SUBMIT_JUDGE_RUN: LiteralString = "SELECT ember.submit_judge_run(%s)"
+
+# The report: the analyst's views, windowed. Each returns rows as dicts.
+COMPARISON_SUMMARY: LiteralString = "SELECT * FROM ember.comparison_summary(%s, %s)"
+COMPARISON_COST: LiteralString = "SELECT * FROM ember.comparison_cost(%s, %s)"
+COMPARISON_LATENCY: LiteralString = "SELECT * FROM ember.comparison_latency(%s, %s)"
+COMPARISON_EVIDENCE_QUALITY: LiteralString = """
+SELECT source, evidence_kind, coalesce(problem, 'ok') AS problem, count(*) AS pointers
+FROM ember.comparison_evidence_quality(%s, %s)
+GROUP BY 1, 2, 3
+ORDER BY 1, 2, 3
+"""
+COMPARISON_DAILY: LiteralString = "SELECT * FROM ember.comparison_daily(%s, %s)"
