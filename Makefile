@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
-## setup: virtual environment, packages, pgTAP, and the embedded database
+## setup: virtual environment, packages, pgTAP, Chromium, and the embedded database
 setup: $(STAMP)
 	@$(EMBER) setup-pgtap
+	@$(EMBER) setup-chromium
 
 ## db: start the embedded PostgreSQL (or use $$DATABASE_URL) and print its URL
 db: $(STAMP)

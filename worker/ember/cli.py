@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ember.config import database_url, uses_embedded
-from ember.devsetup import SetupError, ensure_pgtap, fresh_database
+from ember.devsetup import SetupError, ensure_chromium, ensure_pgtap, fresh_database
 from ember.embedded import EmbeddedError, EmbeddedServer, project_root
 from ember.migrate import MigrationError, migrate
 
@@ -45,6 +45,11 @@ def _cmd_setup_pgtap(args: argparse.Namespace) -> int:
         EmbeddedServer().start()
     ensure_pgtap()
     print("pgTAP ready")
+    return 0
+
+
+def _cmd_setup_chromium(args: argparse.Namespace) -> int:
+    print(f"Chromium ready: {ensure_chromium()}")
     return 0
 
 
@@ -126,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     pgtap = sub.add_parser("setup-pgtap", help="install pgTAP and pg_prove for the tests")
     pgtap.set_defaults(func=_cmd_setup_pgtap)
+
+    chromium = sub.add_parser("setup-chromium", help="install Chromium for the report's tests")
+    chromium.set_defaults(func=_cmd_setup_chromium)
 
     testdb = sub.add_parser("testdb", help="recreate and migrate a test database; print its URL")
     testdb.add_argument("--name", default="ember_test")

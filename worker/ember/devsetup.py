@@ -51,6 +51,40 @@ def ensure_pgtap() -> None:
         EmbeddedServer().install_extension_files(PGTAP_SOURCE, "pgtap*")
 
 
+CHROMIUM_PACKAGES = ("chromium",)
+
+
+def chromium_path() -> str | None:
+    """Debian's headless-capable browser, for the report's browser test."""
+    return shutil.which("chromium")
+
+
+def ensure_chromium() -> str:
+    """Make sure Debian's `chromium` is installed (as root with apt-get, else say how); its path.
+
+    The HTML report is checked in a real browser (no console error, no network request, charts
+    drawn), so a fresh machine needs one just as it needs pgTAP.
+    """
+    path = chromium_path()
+    if path:
+        return path
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *CHROMIUM_PACKAGES]
+    if os.geteuid() != 0:
+        raise SetupError(
+            "Chromium is missing (the HTML report's browser test needs it). Install it with:\n"
+            f"  sudo apt-get update && sudo {' '.join(command)}"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    first = subprocess.run(command, env=env, capture_output=True, text=True)
+    if first.returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
+        subprocess.run(command, env=env, check=True, capture_output=True)
+    path = chromium_path()
+    if not path:
+        raise SetupError(f"apt-get installed {CHROMIUM_PACKAGES} but no chromium is on PATH")
+    return path
+
+
 def fresh_database(
     base_url: str, name: str, *, root: Path, pgtap: bool
 ) -> tuple[str, MigrateResult]:
