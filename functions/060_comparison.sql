@@ -76,19 +76,23 @@ FROM ember.fact_evidence AS fe
 LEFT JOIN ember.messages AS m ON fe.message_id = m.id
 LEFT JOIN ember.generations AS g ON fe.generation_id = g.id;
 
--- Facts of a window that touch no isolated thread, once per thread they point into.
+-- Facts of a window that touch no isolated thread, once per thread they point into. The isolated
+-- facts are found once, as a set (NOT IN a hashed subplan), rather than asked per pointer.
 CREATE OR REPLACE FUNCTION ember.comparison_facts(p_since timestamptz, p_until timestamptz)
 RETURNS TABLE (fact_id bigint, thread_id text, text text, categories text[], created_at timestamptz)
 LANGUAGE sql STABLE
 AS $$
-    SELECT DISTINCT f.id, fp.thread_id, f.text, f.categories, f.created_at
-    FROM ember.facts AS f
-    JOIN ember.comparison_fact_pointers AS fp ON fp.fact_id = f.id
+    SELECT f.id, t.thread_id, f.text, f.categories, f.created_at
+    FROM (
+        SELECT DISTINCT fp.fact_id, fp.thread_id
+        FROM ember.comparison_fact_pointers AS fp
+        WHERE fp.thread_id IS NOT NULL
+    ) AS t
+    JOIN ember.facts AS f ON f.id = t.fact_id
     WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
-      AND fp.thread_id IS NOT NULL
-      AND NOT EXISTS (
-          SELECT 1 FROM ember.comparison_fact_pointers AS x
-          WHERE x.fact_id = f.id AND ember.is_isolated(x.thread_id)
+      AND f.id NOT IN (
+          SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
+          WHERE x.thread_id IN (SELECT it.id FROM ember.threads AS it WHERE ember.is_isolated(it.id))
       )
 $$;
 
@@ -239,14 +243,16 @@ AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
+    WITH f AS (
+        SELECT DISTINCT cf.fact_id, cf.text FROM ember.comparison_facts(p_since, p_until) AS cf
+    )
     SELECT DISTINCT ON (p.proposal_id, jp.fact_id)
-        p.thread_id, p.proposal_id, jp.fact_id, p.text, fct.text, r.categories, r.id, r.model, r.finished_at,
+        p.thread_id, p.proposal_id, jp.fact_id, p.text, f.text, r.categories, r.id, r.model, r.finished_at,
         'reviewable pair, not truth'::text
     FROM ember.judged_pairs AS jp
     JOIN ember.judge_runs AS r ON r.id = jp.judge_run_id AND r.status = 'completed'
     JOIN ember.comparison_proposals(p_since, p_until) AS p ON p.proposal_id = jp.proposal_id
-    JOIN ember.facts AS fct ON fct.id = jp.fact_id
-    WHERE EXISTS (SELECT 1 FROM ember.comparison_facts(p_since, p_until) AS f WHERE f.fact_id = jp.fact_id)
+    JOIN f ON f.fact_id = jp.fact_id
     ORDER BY p.proposal_id, jp.fact_id, r.finished_at DESC;
 END;
 $$;
