@@ -76,11 +76,13 @@ FROM generate_series(1, %(n)s) AS i;
 INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id)
 SELECT f.id, 1, f.id FROM ember.facts AS f;
 INSERT INTO ember.steward_runs (
-    model, status, input_tokens, output_tokens, price_as_of, price_input, price_output,
+    generation_id, read_message_ids, read_generations, read_tokens, model, status,
+    input_tokens, output_tokens, price_as_of, price_input, price_output,
     price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at,
     latency_ms, worker, lease_token, lease_expires_at
 )
-SELECT 'claude-haiku-4-5', 'completed', 80000, 3000, '2026-11-30', 1, 5, 1.25, 2, 0.1, %(t0)s,
+SELECT ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
+       'claude-haiku-4-5', 'completed', 80000, 3000, '2026-11-30', 1, 5, 1.25, 2, 0.1, %(t0)s,
        %(t0)s + interval '1 minute', 20000 + (random() * 40000)::int, 'bench', gen_random_uuid(),
        %(t0)s + interval '10 minutes'
 FROM generate_series(1, %(n)s / 100);

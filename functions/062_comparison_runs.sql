@@ -10,6 +10,7 @@ SELECT
     s.model,
     s.status,
     s.started_at,
+    s.finished_at,
     s.latency_ms,
     s.input_tokens,
     s.cache_read_tokens,
@@ -28,6 +29,7 @@ SELECT
     r.model,
     r.status,
     r.started_at,
+    r.finished_at,
     r.latency_ms,
     r.input_tokens,
     r.cache_read_tokens,
@@ -47,6 +49,7 @@ SELECT
     j.model,
     j.status,
     j.started_at,
+    j.finished_at,
     j.latency_ms,
     j.input_tokens,
     j.cache_read_tokens,
@@ -140,7 +143,7 @@ BEGIN
            percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms),
            max(r.latency_ms)
     FROM ember.comparison_runs AS r
-    WHERE r.latency_ms IS NOT NULL
+    WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
       AND ember.comparison_in_window(r.started_at, p_since, p_until)
     GROUP BY r.pipeline, r.model
     ORDER BY r.pipeline, r.model;
@@ -151,7 +154,7 @@ CREATE OR REPLACE VIEW ember.comparison_latency AS
 SELECT * FROM ember.comparison_latency(NULL, NULL);
 
 COMMENT ON VIEW ember.comparison_latency IS
-'Latency of finished runs (those with a latency_ms) by pipeline and model: p50 and p95 (continuous
+'Latency of finished runs by pipeline and model: p50 and p95 (continuous
 percentiles) and max, in milliseconds. Windowed by run start: ember.comparison_latency(since, until).';
 
 -- comparison_evidence_quality -------------------------------------------------------------------

@@ -83,7 +83,8 @@ BEGIN
             percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms)
                 FILTER (WHERE r.pipeline LIKE 'shadow %') AS h95
         FROM ember.comparison_runs AS r
-        WHERE r.latency_ms IS NOT NULL AND ember.comparison_in_window(r.started_at, p_since, p_until)
+        WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
+          AND ember.comparison_in_window(r.started_at, p_since, p_until)
     )
     SELECT p_since, p_until,
            (SELECT count(*) FROM prop),

@@ -69,10 +69,12 @@ $$;
 
 CREATE FUNCTION pg_temp.steward_run(p_latency bigint, p_priced boolean) RETURNS bigint LANGUAGE sql AS $$
     INSERT INTO ember.steward_runs (
+        generation_id, read_message_ids, read_generations, read_tokens,
         model, status, input_tokens, output_tokens, price_as_of, price_input, price_output,
         price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at, latency_ms,
         worker, lease_token, lease_expires_at
     ) VALUES (
+        ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
         'claude-haiku-4-5', 'completed', 1000000, 0, '2026-11-30', CASE WHEN p_priced THEN 1 END, 5, 1.25, 2, 0.1,
         '2030-01-01 10:00+00', '2030-01-01 10:01+00', p_latency, 'w', gen_random_uuid(), '2030-01-01 10:10+00'
     ) RETURNING id

@@ -124,10 +124,12 @@ def steward_run(conn: psycopg.Connection[Any], latency_ms: int, priced: bool = T
     conn.execute(
         """
         INSERT INTO ember.steward_runs (
+            generation_id, read_message_ids, read_generations, read_tokens,
             model, status, input_tokens, output_tokens, price_as_of, price_input, price_output,
             price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at,
             latency_ms, worker, lease_token, lease_expires_at
         ) VALUES (
+            ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
             'claude-haiku-4-5', 'completed', 50000, 2000, '2026-11-30', %s, 5, 1.25, 2, 0.1,
             %s, %s::timestamptz + interval '1 minute', %s, 'w', gen_random_uuid(),
             %s::timestamptz + interval '10 minutes'

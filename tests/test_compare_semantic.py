@@ -158,14 +158,19 @@ def test_dry_run_prints_the_requests_and_calls_nothing(
         assert conn.execute("SELECT count(*) FROM ember.judge_runs").fetchone() == (0,)
 
 
+def vec(x: float, y: float) -> list[float]:
+    """384 dimensions, the size the steward's embedder gives facts."""
+    return [x, y] + [0.0] * 382
+
+
 def test_embeddings_shortlist_the_facts_sent(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
         data.setup(conn)
         data.thread(conn, "t")
         m = data.message(conn, "t", "Many facts.")
-        data.proposal(conn, data.shadow_run(conn, "t"), "Near", m, embedding=[1.0, 0.0])
-        near = [data.fact(conn, f"near {i}", m, embedding=[1.0, 0.1 * i]) for i in range(5)]
-        far = [data.fact(conn, f"far {i}", m, embedding=[-1.0, 0.1 * i]) for i in range(2)]
+        data.proposal(conn, data.shadow_run(conn, "t"), "Near", m, embedding=vec(1.0, 0.0))
+        near = [data.fact(conn, f"near {i}", m, embedding=vec(1.0, 0.1 * i)) for i in range(5)]
+        far = [data.fact(conn, f"far {i}", m, embedding=vec(-1.0, 0.1 * i)) for i in range(2)]
     with SimServer(responder=Scripted([judge_with(lambda r: {"pairs": []})])) as sim:
         results, conn = run(db, sim)
         sent = json.dumps(sim.requests[0].body)

@@ -3,14 +3,23 @@
 -- The views themselves are in functions/060_comparison.sql.
 
 -- The steward's runs, with the same usage, price and latency columns as shadow_runs so the cost
--- and latency comparison reads both the same way. The steward's migration (0013-0016) creates
--- this table first when it is present; IF NOT EXISTS keeps that definition.
+-- and latency comparison reads both the same way. The steward's own migration (0013) creates
+-- this table first and IF NOT EXISTS keeps that definition; this copy of it, column for column,
+-- only lets the comparison stand on a branch where the steward has not landed yet.
 CREATE TABLE IF NOT EXISTS ember.steward_runs (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    thread_id text NOT NULL DEFAULT 'memory-steward' REFERENCES ember.threads (id),
+    generation_id uuid NOT NULL REFERENCES ember.generations (id),
     model text NOT NULL REFERENCES ember.models (id),
     status text NOT NULL DEFAULT 'running'
-    CHECK (status IN ('running', 'completed', 'failed', 'cancelled', 'abandoned')),
+    CHECK (status IN ('running', 'completed', 'failed', 'abandoned')),
     error text,
+    episode_id uuid NOT NULL DEFAULT gen_random_uuid() UNIQUE,
+    read_message_ids bigint[] NOT NULL,
+    read_generations uuid[] NOT NULL,
+    read_tokens integer NOT NULL CHECK (read_tokens >= 0),
+    digested_rows integer NOT NULL DEFAULT 0 CHECK (digested_rows >= 0),
+    rounds integer NOT NULL DEFAULT 0 CHECK (rounds >= 0),
     input_tokens bigint NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
     cache_read_tokens bigint NOT NULL DEFAULT 0 CHECK (cache_read_tokens >= 0),
     cache_write_5m_tokens bigint NOT NULL DEFAULT 0 CHECK (cache_write_5m_tokens >= 0),
@@ -24,10 +33,11 @@ CREATE TABLE IF NOT EXISTS ember.steward_runs (
     price_cache_read numeric(12, 4),
     started_at timestamptz NOT NULL,
     finished_at timestamptz,
-    latency_ms bigint CHECK (latency_ms >= 0),
+    latency_ms bigint NOT NULL DEFAULT 0 CHECK (latency_ms >= 0),
     worker text NOT NULL,
     lease_token uuid NOT NULL,
-    lease_expires_at timestamptz NOT NULL
+    lease_expires_at timestamptz NOT NULL,
+    CHECK ((status = 'running') = (finished_at IS NULL))
 );
 
 -- A proposal may carry an embedding (like facts) so the semantic judge can shortlist candidate
