@@ -6,6 +6,10 @@
 -- model judged equivalent: reviewable, not truth). Nothing of an isolated thread appears: a
 -- proposal of a thread sealed later is dropped, and so is a fact with any pointer into one.
 --
+-- The pair and summary functions raise work_mem for themselves (SET work_mem): they sort and hash
+-- every proposal and fact of the window, and at 100,000 of each the default 4MB spills those
+-- sorts to disk, which made the summary grow faster than the data (bench/b5_comparison.py).
+--
 -- Each comparison is a function over a window [p_since, p_until) (NULL = open end) and a view of
 -- the same name over all time. The functions are SECURITY DEFINER so that ember_analyst, which
 -- may read no table, can still ask for a window; they return nothing that the views would not.
@@ -125,6 +129,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
 AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
@@ -180,6 +185,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
 AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
@@ -239,6 +245,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
 AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);

@@ -40,6 +40,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
 AS $$
 DECLARE
     v_facts bigint;
@@ -127,6 +128,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
 AS $$
 DECLARE
     v_first date;
@@ -161,3 +163,66 @@ SELECT * FROM ember.comparison_daily(NULL, NULL);
 COMMENT ON VIEW ember.comparison_daily IS
 'comparison_summary per UTC day (proposals, facts and the three coverages, still separate), from the first to
 the last day with a proposal or fact. Windowed: ember.comparison_daily(since, until).';
+
+-- The summary's counts per thread, for finding where the pipelines disagree.
+CREATE OR REPLACE FUNCTION ember.comparison_by_thread(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    thread_id text,
+    proposals bigint,
+    rejected_proposals bigint,
+    facts bigint,
+    exact_covered_facts bigint,
+    evidence_neighbour_facts bigint,
+    semantic_covered_facts bigint
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    WITH prop AS (
+        SELECT p.thread_id, count(*) AS n, count(*) FILTER (WHERE p.validation_error IS NOT NULL) AS rejected
+        FROM ember.shadow_proposals AS p
+        JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
+        WHERE ember.comparison_in_window(p.created_at, p_since, p_until)
+        GROUP BY p.thread_id
+    ),
+    fct AS (
+        SELECT f.thread_id, count(DISTINCT f.fact_id) AS n
+        FROM ember.comparison_facts(p_since, p_until) AS f GROUP BY f.thread_id
+    ),
+    ex AS (
+        SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
+        FROM ember.comparison_exact(p_since, p_until) AS e GROUP BY e.thread_id
+    ),
+    ev AS (
+        SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
+        FROM ember.comparison_evidence(p_since, p_until) AS e GROUP BY e.thread_id
+    ),
+    se AS (
+        SELECT s.thread_id, count(DISTINCT s.fact_id) AS n
+        FROM ember.comparison_semantic(p_since, p_until) AS s GROUP BY s.thread_id
+    )
+    SELECT t.thread_id, coalesce(prop.n, 0), coalesce(prop.rejected, 0), coalesce(fct.n, 0),
+           coalesce(ex.n, 0), coalesce(ev.n, 0), coalesce(se.n, 0)
+    FROM (SELECT prop.thread_id FROM prop UNION SELECT fct.thread_id FROM fct) AS t
+    LEFT JOIN prop ON prop.thread_id = t.thread_id
+    LEFT JOIN fct ON fct.thread_id = t.thread_id
+    LEFT JOIN ex ON ex.thread_id = t.thread_id
+    LEFT JOIN ev ON ev.thread_id = t.thread_id
+    LEFT JOIN se ON se.thread_id = t.thread_id
+    ORDER BY t.thread_id;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_by_thread AS
+SELECT * FROM ember.comparison_by_thread(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_by_thread IS
+'comparison_summary''s counts per thread: proposals (rejected ones too), facts, and facts covered exactly, by an
+evidence neighbour and by a judged pair, in separate columns. Windowed: ember.comparison_by_thread(since,
+until). No isolated thread.';

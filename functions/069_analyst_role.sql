@@ -27,7 +27,8 @@ ember.comparison_cost,
 ember.comparison_latency,
 ember.comparison_evidence_quality,
 ember.comparison_summary,
-ember.comparison_daily
+ember.comparison_daily,
+ember.comparison_by_thread
 TO ember_analyst;
 
 -- Only these SECURITY DEFINER functions, and only to the analyst: granted to PUBLIC (the default)
@@ -40,7 +41,8 @@ ember.comparison_cost(timestamptz, timestamptz),
 ember.comparison_latency(timestamptz, timestamptz),
 ember.comparison_evidence_quality(timestamptz, timestamptz),
 ember.comparison_summary(timestamptz, timestamptz),
-ember.comparison_daily(timestamptz, timestamptz)
+ember.comparison_daily(timestamptz, timestamptz),
+ember.comparison_by_thread(timestamptz, timestamptz)
 FROM public;
 
 GRANT EXECUTE ON FUNCTION
@@ -51,5 +53,6 @@ ember.comparison_cost(timestamptz, timestamptz),
 ember.comparison_latency(timestamptz, timestamptz),
 ember.comparison_evidence_quality(timestamptz, timestamptz),
 ember.comparison_summary(timestamptz, timestamptz),
-ember.comparison_daily(timestamptz, timestamptz)
+ember.comparison_daily(timestamptz, timestamptz),
+ember.comparison_by_thread(timestamptz, timestamptz)
 TO ember_analyst;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(60);
+SELECT plan(62);
 
 -- Fixtures: the steward pipeline does not exist yet, so facts, their evidence and steward runs are
 -- inserted directly; threads and messages go through the host API; shadow runs and proposals are
@@ -226,6 +226,14 @@ SELECT results_eq(
 SELECT alike(obj_description('ember.comparison_cost'::regclass, 'pg_class'), '%list-price snapshot, not subscription billing%',
             'the cost comment says list-price snapshot, not subscription billing');
 
+SELECT results_eq(
+    $$SELECT thread_id, proposals, rejected_proposals, facts, exact_covered_facts, evidence_neighbour_facts
+      FROM ember.comparison_by_thread$$,
+    $$VALUES ('db'::text, 4::bigint, 3::bigint, 1::bigint, 1::bigint, 1::bigint),
+             ('deploy', 1, 0, 5, 0, 2)$$,
+    'per thread: proposals, rejected ones, facts and each coverage, a fact counted in the thread it points into'
+);
+
 -- 36-38: windows.
 SELECT is((SELECT facts FROM ember.comparison_summary('2030-01-01 10:06+00', '2030-01-02')), 0::bigint,
           'a window with no data is an empty, labelled row, not an error');
@@ -248,6 +256,8 @@ SELECT is(
     0::bigint, 'after sealing, no pair or pointer of the isolated thread is shown'
 );
 SELECT is((SELECT facts FROM ember.comparison_summary), 6::bigint, 'the isolated thread''s fact is not counted');
+SELECT is((SELECT count(*) FROM ember.comparison_by_thread WHERE thread_id = 'secret'), 0::bigint,
+          'the isolated thread has no row per thread');
 SELECT is((SELECT runs FROM ember.comparison_cost WHERE pipeline = 'shadow cold'), 2::bigint,
           'the isolated thread''s run is not in the cost');
 
