@@ -130,7 +130,7 @@ def measure(label: str, n: int) -> tuple[float, dict[str, object]]:
             ms = statistics.median(times) * 1000
             assert row is not None
             OUT.mkdir(parents=True, exist_ok=True)
-            # The functions run with SET work_mem = '64MB'; their queries explained alone get the same.
+            # The functions run with SET work_mem = '64MB'; their queries explained alone do too.
             conn.execute("SET work_mem = '64MB'")
             plans = {
                 "summary": explain(conn, SUMMARY),
