@@ -14,33 +14,9 @@
 -- the same name over all time. The functions are SECURITY DEFINER so that ember_analyst, which
 -- may read no table, can still ask for a window; they return nothing that the views would not.
 
--- Text equality for comparison: Unicode NFKC (full-width forms fold to ASCII, compatibility
--- ligatures split), case folding, then no whitespace and no punctuation, CJK punctuation
--- included. PostgreSQL 18 has casefold(), which folds more than lower() (German sharp s, final
--- sigma); on older servers lower() is the closest there is, so the body is chosen when migrating.
-DO $do$
-DECLARE
-    v_fold text := CASE WHEN current_setting('server_version_num')::int >= 180000 THEN 'casefold' ELSE 'lower' END;
-BEGIN
-    EXECUTE format($f$
-        CREATE OR REPLACE FUNCTION ember.normalize_fact_text(p_text text)
-        RETURNS text
-        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-        AS $body$
-            SELECT regexp_replace(
-                %s(normalize(p_text, NFKC)),
-                '[[:space:][:punct:]\u00a1\u00a7\u00ab\u00b6\u00b7\u00bb\u00bf\u2000-\u206f\u2e00-\u2e7f'
-                '\u3000-\u303f\u30fb\ufe10-\ufe1f\ufe30-\ufe4f\ufe50-\ufe6b\uff01-\uff0f\uff1a-\uff20'
-                '\uff3b-\uff40\uff5b-\uff65]+',
-                '', 'g'
-            )
-        $body$
-    $f$, v_fold);
-END;
-$do$;
-
-COMMENT ON FUNCTION ember.normalize_fact_text(text) IS
-'Comparison key of a fact text: NFKC, case folded, whitespace and punctuation (CJK included) removed.';
+-- normalize_fact_text(), the comparison key of a text, is defined in db/migrations/0017: the stored
+-- text_key columns of facts and shadow_proposals are computed with it, so it changes only with a
+-- migration that recomputes them.
 
 -- A window is [since, until); an empty or reversed one is a mistake worth naming.
 CREATE OR REPLACE FUNCTION ember.comparison_check_window(p_since timestamptz, p_until timestamptz)
@@ -83,10 +59,12 @@ LEFT JOIN ember.generations AS g ON fe.generation_id = g.id;
 -- Facts of a window that touch no isolated thread, once per thread they point into. The isolated
 -- facts are found once, as a set (NOT IN a hashed subplan), rather than asked per pointer.
 CREATE OR REPLACE FUNCTION ember.comparison_facts(p_since timestamptz, p_until timestamptz)
-RETURNS TABLE (fact_id bigint, thread_id text, text text, categories text[], created_at timestamptz)
+RETURNS TABLE (
+    fact_id bigint, thread_id text, text text, text_key text, categories text[], created_at timestamptz
+)
 LANGUAGE sql STABLE
 AS $$
-    SELECT f.id, t.thread_id, f.text, f.categories, f.created_at
+    SELECT f.id, t.thread_id, f.text, f.text_key, f.categories, f.created_at
     FROM (
         SELECT DISTINCT fp.fact_id, fp.thread_id
         FROM ember.comparison_fact_pointers AS fp
@@ -103,11 +81,12 @@ $$;
 -- Valid (not rejected) proposals of a window on threads that are not isolated.
 CREATE OR REPLACE FUNCTION ember.comparison_proposals(p_since timestamptz, p_until timestamptz)
 RETURNS TABLE (
-    proposal_id bigint, thread_id text, text text, categories text[], evidence jsonb, created_at timestamptz
+    proposal_id bigint, thread_id text, text text, text_key text, categories text[], evidence jsonb,
+    created_at timestamptz
 )
 LANGUAGE sql STABLE
 AS $$
-    SELECT p.id, p.thread_id, p.text, p.categories, p.evidence, p.created_at
+    SELECT p.id, p.thread_id, p.text, p.text_key, p.categories, p.evidence, p.created_at
     FROM ember.shadow_proposals AS p
     JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
     WHERE p.validation_error IS NULL
@@ -134,17 +113,9 @@ AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
-    WITH p AS (
-        SELECT cp.*, ember.normalize_fact_text(cp.text) AS norm
-        FROM ember.comparison_proposals(p_since, p_until) AS cp
-    ),
-    f AS (
-        SELECT cf.*, ember.normalize_fact_text(cf.text) AS norm
-        FROM ember.comparison_facts(p_since, p_until) AS cf
-    )
-    SELECT p.thread_id, p.proposal_id, f.fact_id, p.text, f.text, p.norm
-    FROM p
-    JOIN f ON f.thread_id = p.thread_id AND f.norm = p.norm
+    SELECT p.thread_id, p.proposal_id, f.fact_id, p.text, f.text, p.text_key
+    FROM ember.comparison_proposals(p_since, p_until) AS p
+    JOIN ember.comparison_facts(p_since, p_until) AS f ON f.thread_id = p.thread_id AND f.text_key = p.text_key
     ORDER BY p.thread_id, p.proposal_id, f.fact_id;
 END;
 $$;
@@ -190,29 +161,35 @@ AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
-    WITH pp AS (
+    WITH pp AS MATERIALIZED (
         SELECT * FROM ember.comparison_proposal_pointers(p_since, p_until)
     ),
-    f AS (
-        SELECT * FROM ember.comparison_facts(p_since, p_until)
-    ),
+    -- A pointer is a message or a generation, never both, so the two halves never overlap.
     shared AS (
-        SELECT pp.thread_id, pp.proposal_id, fp.fact_id, pp.message_id, pp.generation_id
+        SELECT pp.thread_id, pp.proposal_id, fe.fact_id, pp.message_id, NULL::uuid AS generation_id
         FROM pp
-        JOIN ember.fact_evidence AS fp ON fp.message_id = pp.message_id
-        UNION
-        SELECT pp.thread_id, pp.proposal_id, fp.fact_id, pp.message_id, pp.generation_id
+        JOIN ember.fact_evidence AS fe ON fe.message_id = pp.message_id
+        WHERE pp.message_id IS NOT NULL
+        UNION ALL
+        SELECT pp.thread_id, pp.proposal_id, fe.fact_id, NULL::bigint, pp.generation_id
         FROM pp
-        JOIN ember.fact_evidence AS fp ON fp.generation_id = pp.generation_id
+        JOIN ember.fact_evidence AS fe ON fe.generation_id = pp.generation_id
+        WHERE pp.generation_id IS NOT NULL
+    ),
+    pairs AS (
+        SELECT sh.thread_id, sh.proposal_id, sh.fact_id,
+               array_agg(DISTINCT sh.message_id ORDER BY sh.message_id)
+                   FILTER (WHERE sh.message_id IS NOT NULL) AS message_ids,
+               array_agg(DISTINCT sh.generation_id ORDER BY sh.generation_id)
+                   FILTER (WHERE sh.generation_id IS NOT NULL) AS generation_ids
+        FROM shared AS sh
+        GROUP BY sh.thread_id, sh.proposal_id, sh.fact_id
     )
-    SELECT s.thread_id, s.proposal_id, s.fact_id, p.text, f.text,
-           array_agg(DISTINCT s.message_id ORDER BY s.message_id) FILTER (WHERE s.message_id IS NOT NULL),
-           array_agg(DISTINCT s.generation_id ORDER BY s.generation_id) FILTER (WHERE s.generation_id IS NOT NULL),
+    SELECT s.thread_id, s.proposal_id, s.fact_id, p.text, f.text, s.message_ids, s.generation_ids,
            'neighbour'::text
-    FROM shared AS s
-    JOIN f ON f.fact_id = s.fact_id AND f.thread_id = s.thread_id
+    FROM pairs AS s
+    JOIN ember.comparison_facts(p_since, p_until) AS f ON f.fact_id = s.fact_id AND f.thread_id = s.thread_id
     JOIN ember.shadow_proposals AS p ON p.id = s.proposal_id
-    GROUP BY s.thread_id, s.proposal_id, s.fact_id, p.text, f.text
     ORDER BY s.thread_id, s.proposal_id, s.fact_id;
 END;
 $$;
