@@ -38,11 +38,13 @@ AS $$
     SELECT (p_since IS NULL OR p_at >= p_since) AND (p_until IS NULL OR p_at < p_until)
 $$;
 
--- The threads the comparison may show: every thread that is not isolated (is_isolated decides).
-CREATE OR REPLACE VIEW ember.comparison_open_threads AS
+-- The threads the comparison never shows (is_isolated decides). Callers exclude them with
+-- NOT IN, which the planner evaluates once as a hashed set: joining "open threads" instead let
+-- it ask is_isolated again for every result row.
+CREATE OR REPLACE VIEW ember.comparison_isolated_threads AS
 SELECT t.id AS thread_id
 FROM ember.threads AS t
-WHERE NOT ember.is_isolated(t.id);
+WHERE ember.is_isolated(t.id);
 
 -- Every pointer of every fact, resolved to the thread it points into.
 CREATE OR REPLACE VIEW ember.comparison_fact_pointers AS
@@ -74,7 +76,7 @@ AS $$
     WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
       AND f.id NOT IN (
           SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
-          WHERE x.thread_id IN (SELECT it.id FROM ember.threads AS it WHERE ember.is_isolated(it.id))
+          WHERE x.thread_id IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
       )
 $$;
 
@@ -88,12 +90,23 @@ LANGUAGE sql STABLE
 AS $$
     SELECT p.id, p.thread_id, p.text, p.text_key, p.categories, p.evidence, p.created_at
     FROM ember.shadow_proposals AS p
-    JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
     WHERE p.validation_error IS NULL
+      AND p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
       AND ember.comparison_in_window(p.created_at, p_since, p_until)
 $$;
 
 -- comparison_exact ------------------------------------------------------------------------------
+
+-- The exact pairs by id: the one definition, which comparison_exact dresses with texts and the
+-- summary counts (a plain SQL function, so the planner inlines it into either).
+CREATE OR REPLACE FUNCTION ember.comparison_exact_pairs(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (thread_id text, proposal_id bigint, fact_id bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT p.thread_id, p.proposal_id, f.fact_id
+    FROM ember.comparison_proposals(p_since, p_until) AS p
+    JOIN ember.comparison_facts(p_since, p_until) AS f ON f.thread_id = p.thread_id AND f.text_key = p.text_key
+$$;
 
 CREATE OR REPLACE FUNCTION ember.comparison_exact(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
@@ -113,10 +126,11 @@ AS $$
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
-    SELECT p.thread_id, p.proposal_id, f.fact_id, p.text, f.text, p.text_key
-    FROM ember.comparison_proposals(p_since, p_until) AS p
-    JOIN ember.comparison_facts(p_since, p_until) AS f ON f.thread_id = p.thread_id AND f.text_key = p.text_key
-    ORDER BY p.thread_id, p.proposal_id, f.fact_id;
+    SELECT e.thread_id, e.proposal_id, e.fact_id, p.text, f.text, p.text_key
+    FROM ember.comparison_exact_pairs(p_since, p_until) AS e
+    JOIN ember.shadow_proposals AS p ON p.id = e.proposal_id
+    JOIN ember.facts AS f ON f.id = e.fact_id
+    ORDER BY e.thread_id, e.proposal_id, e.fact_id;
 END;
 $$;
 
@@ -141,26 +155,14 @@ AS $$
     CROSS JOIN LATERAL jsonb_array_elements(p.evidence) AS e (value)
 $$;
 
-CREATE OR REPLACE FUNCTION ember.comparison_evidence(
-    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
-)
+-- The evidence pairs by id, with the pointers they share: the one definition, which
+-- comparison_evidence dresses with texts and the summary counts.
+CREATE OR REPLACE FUNCTION ember.comparison_evidence_pairs(p_since timestamptz, p_until timestamptz)
 RETURNS TABLE (
-    thread_id text,
-    proposal_id bigint,
-    fact_id bigint,
-    proposal_text text,
-    fact_text text,
-    shared_message_ids bigint[],
-    shared_generation_ids uuid[],
-    relation text
+    thread_id text, proposal_id bigint, fact_id bigint, message_ids bigint[], generation_ids uuid[]
 )
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, ember, pg_temp
-SET work_mem = '64MB'
+LANGUAGE sql STABLE
 AS $$
-BEGIN
-    PERFORM ember.comparison_check_window(p_since, p_until);
-    RETURN QUERY
     WITH pp AS MATERIALIZED (
         SELECT * FROM ember.comparison_proposal_pointers(p_since, p_until)
     ),
@@ -185,11 +187,39 @@ BEGIN
         FROM shared AS sh
         GROUP BY sh.thread_id, sh.proposal_id, sh.fact_id
     )
+    SELECT s.thread_id, s.proposal_id, s.fact_id, s.message_ids, s.generation_ids
+    FROM pairs AS s
+    WHERE EXISTS (
+        SELECT 1 FROM ember.comparison_facts(p_since, p_until) AS f
+        WHERE f.fact_id = s.fact_id AND f.thread_id = s.thread_id
+    )
+$$;
+
+CREATE OR REPLACE FUNCTION ember.comparison_evidence(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    thread_id text,
+    proposal_id bigint,
+    fact_id bigint,
+    proposal_text text,
+    fact_text text,
+    shared_message_ids bigint[],
+    shared_generation_ids uuid[],
+    relation text
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
     SELECT s.thread_id, s.proposal_id, s.fact_id, p.text, f.text, s.message_ids, s.generation_ids,
            'neighbour'::text
-    FROM pairs AS s
-    JOIN ember.comparison_facts(p_since, p_until) AS f ON f.fact_id = s.fact_id AND f.thread_id = s.thread_id
+    FROM ember.comparison_evidence_pairs(p_since, p_until) AS s
     JOIN ember.shadow_proposals AS p ON p.id = s.proposal_id
+    JOIN ember.facts AS f ON f.id = s.fact_id
     ORDER BY s.thread_id, s.proposal_id, s.fact_id;
 END;
 $$;

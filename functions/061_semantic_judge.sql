@@ -123,8 +123,7 @@ BEGIN
     SELECT x INTO v_bad FROM unnest(v_proposals) AS x
     WHERE NOT EXISTS (
         SELECT 1 FROM ember.shadow_proposals AS p
-        JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
-        WHERE p.id = x AND p.validation_error IS NULL AND ember.label_set(p.categories) = v_categories
+        WHERE p.id = x AND NOT ember.is_isolated(p.thread_id) AND p.validation_error IS NULL AND ember.label_set(p.categories) = v_categories
     )
     LIMIT 1;
     IF FOUND THEN

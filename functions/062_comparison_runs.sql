@@ -42,7 +42,7 @@ SELECT
     r.price_cache_write_1h,
     r.price_cache_read
 FROM ember.shadow_runs AS r
-INNER JOIN ember.comparison_open_threads AS o ON r.thread_id = o.thread_id
+WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
 SELECT
     'semantic judge' AS pipeline,

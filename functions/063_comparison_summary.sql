@@ -51,8 +51,8 @@ BEGIN
     WITH prop AS (
         SELECT p.validation_error
         FROM ember.shadow_proposals AS p
-        JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
-        WHERE ember.comparison_in_window(p.created_at, p_since, p_until)
+        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
+          AND ember.comparison_in_window(p.created_at, p_since, p_until)
     ),
     reasons AS (
         SELECT coalesce(jsonb_object_agg(x.reason, x.n ORDER BY x.reason), '{}'::jsonb) AS by_reason
@@ -61,8 +61,8 @@ BEGIN
             FROM prop WHERE prop.validation_error IS NOT NULL GROUP BY 1
         ) AS x
     ),
-    ex AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_exact(p_since, p_until) AS e),
-    ev AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_evidence(p_since, p_until) AS e),
+    ex AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_exact_pairs(p_since, p_until) AS e),
+    ev AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_evidence_pairs(p_since, p_until) AS e),
     se AS (SELECT count(DISTINCT s.fact_id) AS n FROM ember.comparison_semantic(p_since, p_until) AS s),
     cost AS (
         SELECT
@@ -187,8 +187,8 @@ BEGIN
     WITH prop AS (
         SELECT p.thread_id, count(*) AS n, count(*) FILTER (WHERE p.validation_error IS NOT NULL) AS rejected
         FROM ember.shadow_proposals AS p
-        JOIN ember.comparison_open_threads AS o ON o.thread_id = p.thread_id
-        WHERE ember.comparison_in_window(p.created_at, p_since, p_until)
+        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
+          AND ember.comparison_in_window(p.created_at, p_since, p_until)
         GROUP BY p.thread_id
     ),
     fct AS (
@@ -197,11 +197,11 @@ BEGIN
     ),
     ex AS (
         SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
-        FROM ember.comparison_exact(p_since, p_until) AS e GROUP BY e.thread_id
+        FROM ember.comparison_exact_pairs(p_since, p_until) AS e GROUP BY e.thread_id
     ),
     ev AS (
         SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
-        FROM ember.comparison_evidence(p_since, p_until) AS e GROUP BY e.thread_id
+        FROM ember.comparison_evidence_pairs(p_since, p_until) AS e GROUP BY e.thread_id
     ),
     se AS (
         SELECT s.thread_id, count(DISTINCT s.fact_id) AS n
