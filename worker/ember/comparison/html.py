@@ -118,7 +118,7 @@ def latency_chart(latency: list[dict[str, Any]]) -> str:
     """Latency distribution per pipeline and model: p50 and p95 bars, max as a tick."""
     left, top, bar_h, plot_w = 260, 10, 12, 400
     rows = latency
-    width, height = left + plot_w + 120, top + max(1, len(rows)) * (2 * bar_h + 14) + 30
+    width, height = left + plot_w + 200, top + max(1, len(rows)) * (2 * bar_h + 14) + 30
     body = _axes(left, top, plot_w, height - top - 30)
     scale = max((float(r["max_ms"]) for r in rows if r["max_ms"] is not None), default=1.0) or 1.0
     if not rows:
