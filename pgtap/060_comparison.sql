@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(62);
+SELECT plan(63);
 
 -- Fixtures: the steward pipeline does not exist yet, so facts, their evidence and steward runs are
 -- inserted directly; threads and messages go through the host API; shadow runs and proposals are
@@ -232,6 +232,12 @@ SELECT results_eq(
     $$VALUES ('db'::text, 4::bigint, 3::bigint, 1::bigint, 1::bigint, 1::bigint),
              ('deploy', 1, 0, 5, 0, 2)$$,
     'per thread: proposals, rejected ones, facts and each coverage, a fact counted in the thread it points into'
+);
+
+SELECT results_eq(
+    $$SELECT day, facts, exact_coverage FROM ember.comparison_daily$$,
+    $$VALUES ('2030-01-01'::date, 6::bigint, round(1 / 6.0, 4))$$,
+    'comparison_daily is the summary per UTC day'
 );
 
 -- 36-38: windows.
