@@ -157,7 +157,9 @@ def apply(draw: st.DrawFn, spec: dict[str, Any], change: str) -> tuple[dict[str,
         spec["texts"] += [words("appended a", 20) + ".", words("appended b", 20) + "."]
         spec["last_user"] = len(spec["texts"]) - 1 if len(spec["texts"]) % 2 else n
     elif change == "default effort":
-        spec["settings"].setdefault("output_config", {})["effort"] = "high"
+        # Spelling out the default is no change only where nothing else was set: written
+        # over an earlier "effort" change it would undo that change behind the oracle's back.
+        spec["settings"].setdefault("output_config", {}).setdefault("effort", "high")
     elif change == "tools":
         spec["tool_description"] = "Looks other things up."
     elif change == "format":
