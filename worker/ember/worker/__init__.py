@@ -1,0 +1,1 @@
+"""The worker: a sidecar that waits for work in PostgreSQL, calls models and writes outcomes back."""
