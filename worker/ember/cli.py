@@ -112,6 +112,12 @@ def _compare_report(
     return 0
 
 
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from ember.worker.cli import run_worker
+
+    return run_worker(args)
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -148,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--semantic", action="store_true", help="judge semantic pairs with a model")
     cmp.add_argument("--dry-run", action="store_true", help="with --semantic: print, call nothing")
     cmp.set_defaults(func=_cmd_compare)
+
+    from ember.worker.cli import add_parser as add_worker_parser
+
+    add_worker_parser(sub).set_defaults(func=_cmd_worker)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser

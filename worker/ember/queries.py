@@ -85,3 +85,39 @@ GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3
 """
 COMPARISON_DAILY: LiteralString = "SELECT * FROM ember.comparison_daily(%s, %s)"
+
+# --- worker (issue 9) ---
+# The loop's own statements; every rule they rely on is in functions/04x_shadow_*.sql.
+
+# A session-level lock: the worker holding it is the fleet's ticker until its connection ends.
+TICKER_TRY_LOCK: LiteralString = "SELECT pg_try_advisory_lock(hashtext('ember.worker.ticker'))"
+TICK: LiteralString = "SELECT ember.tick()"
+TICK_INTERVAL: LiteralString = (
+    "SELECT extract(epoch FROM ember.setting_interval('tick_interval'))::float8"
+)
+LISTEN_WAKE: LiteralString = "LISTEN ember_wake"
+LISTEN_CANCEL: LiteralString = "LISTEN ember_cancel"
+KEEPALIVE: LiteralString = "SELECT 1"
+
+CLAIM_SHADOW: LiteralString = "SELECT ember.claim_shadow_run(%s, %s)"
+SUBMIT_SHADOW: LiteralString = "SELECT ember.submit_shadow_run(%s, %s, %s)"
+EXTEND_SHADOW_LEASE: LiteralString = "SELECT ember.extend_shadow_lease(%s, %s, %s)"
+RELEASE_SHADOW: LiteralString = "SELECT ember.release_shadow_run(%s, %s)"
+SHADOW_CANCEL_REQUESTED: LiteralString = "SELECT ember.shadow_run_cancel_requested(%s)"
+MODEL_THINKING_RETENTION: LiteralString = (
+    "SELECT thinking_retention FROM ember.models WHERE id = %s"
+)
+KNOWN_MODELS: LiteralString = "SELECT id FROM ember.models"
+
+# --- host API (issue 9: ember.host) ---
+HOST_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s)"
+HOST_START_GENERATION: LiteralString = "SELECT ember.start_generation(%s)"
+HOST_APPEND_MESSAGE: LiteralString = (
+    "SELECT ember.append_message(%s, %s, %s, %s, %s::json, %s, %s, %s, %s)"
+)
+HOST_NOTE_PREFIX: LiteralString = "SELECT ember.note_prefix(%s, %s, %s, %s)"
+HOST_TURN_STARTED: LiteralString = "SELECT ember.turn_started(%s)"
+HOST_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, %s)"
+HOST_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s)"
+HOST_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s)"
+HOST_SET_THREAD_STATUS: LiteralString = "SELECT ember.set_thread_status(%s, %s)"

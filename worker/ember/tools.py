@@ -3,9 +3,10 @@ model and the validation of what the model answers. One section per tool family.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
+from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 # --- semantic judge (comparison) ---
 
@@ -41,3 +42,94 @@ def semantic_judge_tool() -> dict[str, Any]:
         ),
         "input_schema": SemanticJudgement.model_json_schema(),
     }
+
+
+# --- shadow (issue 9) ---
+
+SHADOW_TOOL_NAME = "shadow_memory_propose"
+
+EvidenceKind = Literal["user-stated", "user-accepted", "tool-verified", "observed-outcome"]
+
+
+class MessagePointer(BaseModel):
+    """One message of this conversation, by its id (the `m:<id>` of a rendered row)."""
+
+    model_config = ConfigDict(extra="forbid")
+    message_id: Annotated[int, Field(gt=0, description="the id after `m:` in a rendered row")]
+
+
+class GenerationPointer(BaseModel):
+    """A whole context of this conversation, by its generation id."""
+
+    model_config = ConfigDict(extra="forbid")
+    generation_id: Annotated[UUID, Field(description="a generation id of this conversation")]
+
+
+class ShadowFact(BaseModel):
+    """One fact worth remembering, with the rows that justify it."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: Annotated[
+        str, Field(min_length=1, description="the fact, as one self-contained sentence")
+    ]
+    evidence_kind: Annotated[
+        EvidenceKind, Field(description="what kind of support the evidence gives")
+    ]
+    evidence: Annotated[
+        list[MessagePointer | GenerationPointer],
+        Field(min_length=1, description="exactly one of message_id or generation_id per item"),
+    ]
+
+
+class ShadowMemoryPropose(BaseModel):
+    """Propose the facts from this conversation that are worth remembering."""
+
+    model_config = ConfigDict(extra="forbid")
+    facts: Annotated[list[ShadowFact], Field(description="every fact, each with its evidence")]
+
+
+SHADOW_TOOL_DESCRIPTION = (
+    "Propose facts worth remembering from this conversation, each with evidence that points at "
+    "its messages. Only for shadow turns run by the memory system."
+)
+
+
+def shadow_tool_definition() -> dict[str, Any]:
+    """The tool definition hosts include in every turn's tools, from the first turn on.
+
+    Generated once per process and then fixed: the prompt cache keys on the exact bytes of the
+    tools, so the definition must not change between a thread's turns.
+    """
+    return {
+        "name": SHADOW_TOOL_NAME,
+        "description": SHADOW_TOOL_DESCRIPTION,
+        "input_schema": ShadowMemoryPropose.model_json_schema(),
+    }
+
+
+class ToolInputError(Exception):
+    """The tool input is not even a list of facts: nothing in it can be kept as a proposal."""
+
+
+def parse_shadow_proposals(tool_input: Any) -> list[Any]:
+    """The proposals of one `shadow_memory_propose` call, each ready for `submit_shadow_run`.
+
+    A fact that parses is sent in its normalized form; one that does not is sent as the model
+    wrote it, so SQL stores it with its validation error as comparison data (a model's mistakes
+    are part of what the comparison measures). Only an input that is not an object with a list
+    of facts is refused whole.
+    """
+    if not isinstance(tool_input, dict) or not isinstance(tool_input.get("facts"), list):
+        raise ToolInputError("shadow_memory_propose input has no list of facts")
+    extra = sorted(k for k in tool_input if k != "facts")
+    if extra:
+        raise ToolInputError(f"shadow_memory_propose input has unknown fields: {', '.join(extra)}")
+    proposals: list[Any] = []
+    for raw in tool_input["facts"]:
+        try:
+            fact = ShadowFact.model_validate(raw)
+        except ValidationError:
+            proposals.append(raw)
+            continue
+        proposals.append(fact.model_dump(mode="json"))
+    return proposals

@@ -1,0 +1,530 @@
+"""The worker loop: wait for work, claim it, run it with bounded concurrency, keep leases alive,
+tick for the fleet, abort cancelled runs, and shut down without losing or duplicating anything.
+
+It is deliberately ignorant of what a job means (pipeline.py): every rule about data is SQL, and
+every model call belongs to a pipeline. What it owns is the process: connections, notifications,
+timing and signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+from anthropic import AsyncAnthropic
+from psycopg.conninfo import conninfo_to_dict
+
+from ember import queries
+from ember.worker.calls import ConfigError
+from ember.worker.metrics import Metrics
+from ember.worker.pipeline import Job, Pipeline
+from ember.worker.shadow import ShadowPipeline
+
+log = logging.getLogger("ember.worker")
+
+
+def available_pipelines() -> dict[str, Callable[[], Pipeline]]:
+    found: dict[str, Callable[[], Pipeline]] = {"shadow": ShadowPipeline}
+    try:  # the steward pipeline lives in its own module once it exists
+        from ember.worker import steward  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return found
+    factory = getattr(steward, "StewardPipeline", None)
+    if factory is not None:
+        found["steward"] = factory
+    return found
+
+
+def describe_server(url: str) -> str:
+    """host:port (or socket directory) of a connection string, for messages; never credentials."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the configured database"
+    host = str(params.get("host") or "localhost")
+    port = params.get("port")
+    return f"{host}:{port}" if port else host
+
+
+@dataclass
+class WorkerConfig:
+    database_url: str
+    name: str
+    pipelines: list[str]
+    concurrency: int = 4
+    lease: timedelta = timedelta(minutes=5)
+    poll_interval: float = 10.0
+    tick_interval: float | None = None  # None: the tick_interval setting in SQL
+    grace: float = 30.0
+    listen_timeout: float = 30.0
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+
+    def check(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"--concurrency must be at least 1, got {self.concurrency}")
+        if self.lease <= timedelta(0):
+            raise ConfigError("--lease must be positive")
+        if self.poll_interval <= 0:
+            raise ConfigError("--poll-interval must be positive")
+        if self.tick_interval is not None and self.tick_interval <= 0:
+            raise ConfigError("--tick-interval must be positive")
+        if self.grace < 0:
+            raise ConfigError("--grace must not be negative")
+        known = available_pipelines()
+        unknown = [p for p in self.pipelines if p not in known]
+        if unknown or not self.pipelines:
+            raise ConfigError(
+                f"unknown pipeline(s) {', '.join(unknown) or '(none given)'}; "
+                f"available: {', '.join(known)}"
+            )
+
+
+class Backoff:
+    """Exponential backoff with jitter, 0.25 s doubling to a cap."""
+
+    def __init__(self, first: float = 0.25, cap: float = 15.0) -> None:
+        self.first, self.cap, self.current = first, cap, first
+
+    def reset(self) -> None:
+        self.current = self.first
+
+    def next(self) -> float:
+        delay = self.current * random.uniform(0.8, 1.2)
+        self.current = min(self.cap, self.current * 2)
+        return delay
+
+
+@dataclass
+class _Running:
+    pipeline: Pipeline
+    job: Job
+    task: asyncio.Task[None] | None = None
+    cancelled: bool = False  # confirmed in SQL: the run was cancelled by a human message
+    lost: bool = False  # the lease is gone: the run is no longer ours
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _JobLog(logging.LoggerAdapter[logging.Logger]):
+    """Adds the job's fields to every record, merged with the call's own extra fields."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
+        return msg, kwargs
+
+
+class _JobContext:
+    """The Context a pipeline gets for one job (pipeline.Context)."""
+
+    def __init__(self, worker: Worker, running: _Running) -> None:
+        self._worker = worker
+        self._running = running
+        self.log = _JobLog(
+            logging.getLogger(f"ember.worker.{running.pipeline.name}"),
+            {
+                "pipeline": running.pipeline.name,
+                "run_id": running.job.run_id,
+                "thread_id": running.job.thread_id,
+            },
+        )
+
+    @property
+    def client(self) -> AsyncAnthropic:
+        return self._worker.client
+
+    @property
+    def worker_name(self) -> str:
+        return self._worker.config.name
+
+    def connection(self) -> Any:
+        return self._worker.pool.connection()
+
+    def cancelled(self, run_id: int) -> bool:
+        return self._running.cancelled and self._running.job.run_id == run_id
+
+    def observe_call(
+        self, *, pipeline: str, model: str, seconds: float, usage: dict[str, int]
+    ) -> None:
+        self._worker.metrics.observe_call(pipeline, model, seconds, usage)
+
+    def observe_run(self, *, pipeline: str, path: str, model: str, status: str) -> None:
+        self._worker.metrics.runs.labels(pipeline, path, model, status).inc()
+
+
+class Pool:
+    """A few autocommit connections reused across jobs; a broken one is dropped, not returned."""
+
+    def __init__(self, worker: Worker, size: int) -> None:
+        self._worker = worker
+        self._idle: list[psycopg.AsyncConnection[Any]] = []
+        self._size = size
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        conn = self._idle.pop() if self._idle else await self._worker.connect("pool")
+        try:
+            yield conn
+        except BaseException:
+            await conn.close()
+            raise
+        if conn.closed or conn.broken or len(self._idle) >= self._size:
+            await conn.close()
+        else:
+            self._idle.append(conn)
+
+    async def close(self) -> None:
+        while self._idle:
+            await self._idle.pop().close()
+
+
+class Worker:
+    def __init__(
+        self, config: WorkerConfig, client: AsyncAnthropic, metrics: Metrics | None = None
+    ) -> None:
+        config.check()
+        self.config = config
+        self.client = client
+        self.metrics = metrics or Metrics()
+        known = available_pipelines()
+        self.pipelines: list[Pipeline] = [known[name]() for name in config.pipelines]
+        self.pool = Pool(self, size=config.concurrency + 2)
+        self.wake = asyncio.Event()
+        self.stopping = asyncio.Event()
+        self.running: dict[tuple[str, int], _Running] = {}
+        self._claim_conn: psycopg.AsyncConnection[Any] | None = None
+        self._rotation = 0
+        self._background: set[asyncio.Task[Any]] = set()
+        self.server = describe_server(config.database_url)
+
+    # --- connections ---
+
+    async def connect(self, purpose: str) -> psycopg.AsyncConnection[Any]:
+        return await psycopg.AsyncConnection.connect(
+            self.config.database_url,
+            autocommit=True,
+            application_name=f"ember-worker:{self.config.name}:{purpose}",
+            keepalives=1,
+            keepalives_idle=30,
+            keepalives_interval=10,
+            keepalives_count=3,
+            connect_timeout=10,
+        )
+
+    async def connect_with_retry(self, purpose: str) -> psycopg.AsyncConnection[Any] | None:
+        """A connection, retried with backoff while the server is unreachable; None on stop."""
+        backoff = Backoff()
+        while not self.stopping.is_set():
+            try:
+                return await self.connect(purpose)
+            except psycopg.OperationalError as exc:
+                delay = backoff.next()
+                reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no answer"
+                log.warning(
+                    "database at %s unreachable (%s); retrying in %.1fs",
+                    self.server,
+                    reason,
+                    delay,
+                    extra={"event": "db_unreachable", "server": self.server},
+                )
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), delay)
+        return None
+
+    # --- the main loop ---
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop, sig)
+        self._claim_conn = await self.connect_with_retry("claim")
+        if self._claim_conn is None:
+            return 0
+        tick_interval = self.config.tick_interval or await self._tick_interval()
+        if self.config.metrics_port is not None:
+            port = self.metrics.serve(self.config.metrics_port, self.config.metrics_host)
+            log.info("metrics on port %d", port, extra={"event": "metrics", "port": port})
+        listening = asyncio.Event()
+        self._spawn(self._listen(listening))
+        self._spawn(self._ticker(tick_interval))
+        with suppress(TimeoutError):
+            await asyncio.wait_for(listening.wait(), 10)
+        log.info(
+            "worker ready",
+            extra={
+                "event": "ready",
+                "worker": self.config.name,
+                "pipelines": ",".join(p.name for p in self.pipelines),
+                "concurrency": self.config.concurrency,
+                "server": self.server,
+            },
+        )
+        while not self.stopping.is_set():
+            self.wake.clear()
+            await self._fill()
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), self.config.poll_interval)
+        await self._shutdown()
+        return 0
+
+    def request_stop(self, sig: signal.Signals | None = None) -> None:
+        if not self.stopping.is_set():
+            log.info(
+                "stopping: no new claims, %d run(s) in flight",
+                len(self.running),
+                extra={"event": "stopping", "signal": sig.name if sig else None},
+            )
+        self.stopping.set()
+        self.wake.set()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _tick_interval(self) -> float:
+        assert self._claim_conn is not None
+        cur = await self._claim_conn.execute(queries.TICK_INTERVAL)
+        row = await cur.fetchone()
+        return float(row[0]) if row and row[0] else 60.0
+
+    async def _claim_connection(self) -> psycopg.AsyncConnection[Any] | None:
+        if self._claim_conn is None or self._claim_conn.closed or self._claim_conn.broken:
+            if self._claim_conn is not None:
+                await self._claim_conn.close()
+            self._claim_conn = await self.connect_with_retry("claim")
+        return self._claim_conn
+
+    async def _fill(self) -> None:
+        """Claim until every slot is busy or no pipeline has work."""
+        while not self.stopping.is_set() and len(self.running) < self.config.concurrency:
+            conn = await self._claim_connection()
+            if conn is None:
+                return
+            job: Job | None = None
+            pipeline: Pipeline | None = None
+            n = len(self.pipelines)
+            try:
+                for i in range(n):
+                    pipeline = self.pipelines[(self._rotation + i) % n]
+                    job = await pipeline.claim(conn, self.config.name, self.config.lease)
+                    if job is not None:
+                        # The next claim starts at the next pipeline: neither can starve the other.
+                        self._rotation = (self._rotation + i + 1) % n
+                        break
+            except psycopg.OperationalError as exc:
+                log.warning("claim failed: %s", exc, extra={"event": "claim_failed"})
+                await conn.close()
+                return
+            if job is None or pipeline is None:
+                return
+            self.metrics.claims.labels(pipeline.name).inc()
+            running = _Running(pipeline, job)
+            self.running[(pipeline.name, job.run_id)] = running
+            running.task = asyncio.create_task(self._run_job(running))
+            log.info(
+                "claimed",
+                extra={
+                    "event": "claimed",
+                    "pipeline": pipeline.name,
+                    "run_id": job.run_id,
+                    "thread_id": job.thread_id,
+                    "path": job.plan.get("path"),
+                    "model": job.plan.get("model"),
+                },
+            )
+
+    async def _run_job(self, running: _Running) -> None:
+        ctx = _JobContext(self, running)
+        keeper = asyncio.create_task(self._keep_lease(running))
+        try:
+            await running.pipeline.execute(running.job, ctx)
+        except asyncio.CancelledError:
+            if self.stopping.is_set() and not running.lost:
+                await self._release(running)
+            elif running.lost:
+                ctx.log.warning("lease lost; the run is dropped", extra={"event": "lease_lost"})
+        except Exception:
+            # The run stays 'running' until its lease lapses; tick() then abandons and re-offers
+            # it. Never a crash of the worker.
+            ctx.log.exception("run failed to finish", extra={"event": "run_error"})
+        finally:
+            keeper.cancel()
+            with suppress(asyncio.CancelledError):
+                await keeper
+            self.running.pop((running.pipeline.name, running.job.run_id), None)
+            self.wake.set()
+
+    async def _release(self, running: _Running) -> None:
+        try:
+            async with self.pool.connection() as conn:
+                await running.pipeline.release(conn, running.job)
+            self.metrics.releases.labels(running.pipeline.name).inc()
+            log.info(
+                "released",
+                extra={
+                    "event": "released",
+                    "pipeline": running.pipeline.name,
+                    "run_id": running.job.run_id,
+                    "thread_id": running.job.thread_id,
+                },
+            )
+        except psycopg.Error as exc:
+            log.warning("release failed (the lease will lapse instead): %s", exc)
+
+    async def _keep_lease(self, running: _Running) -> None:
+        """Renew the lease at a third of its length; each renewal also checks for a cancel."""
+        every = max(0.05, self.config.lease.total_seconds() / 3)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                async with self.pool.connection() as conn:
+                    ours = await running.pipeline.extend_lease(
+                        conn, running.job, self.config.lease
+                    )
+                    cancelled = ours and await running.pipeline.is_cancelled(
+                        conn, running.job.run_id
+                    )
+            except psycopg.Error as exc:
+                log.warning("lease renewal failed: %s", exc, extra={"event": "lease_retry"})
+                continue
+            if not ours:
+                running.lost = True
+                if running.task:
+                    running.task.cancel()
+                return
+            if cancelled:
+                self._abort(running)
+                return
+
+    def _abort(self, running: _Running) -> None:
+        if running.cancelled:
+            return
+        running.cancelled = True
+        self.metrics.cancels.labels(running.pipeline.name).inc()
+        log.info(
+            "cancelled by a human message; aborting the call",
+            extra={
+                "event": "cancel",
+                "pipeline": running.pipeline.name,
+                "run_id": running.job.run_id,
+                "thread_id": running.job.thread_id,
+            },
+        )
+        if running.task:
+            running.task.cancel()
+
+    async def _on_cancel_hint(self, payload: str) -> None:
+        """ember_cancel carries a run id; anyone may send one, so SQL decides."""
+        try:
+            run_id = int(payload)
+        except ValueError:
+            return
+        for running in [r for r in self.running.values() if r.job.run_id == run_id]:
+            try:
+                async with self.pool.connection() as conn:
+                    confirmed = await running.pipeline.is_cancelled(conn, run_id)
+            except psycopg.Error as exc:
+                log.warning("cancel check failed: %s", exc)
+                continue
+            if confirmed:
+                self._abort(running)
+
+    # --- LISTEN ---
+
+    async def _listen(self, listening: asyncio.Event) -> None:
+        backoff = Backoff()
+        while not self.stopping.is_set():
+            conn = await self.connect_with_retry("listen")
+            if conn is None:
+                return
+            try:
+                async with conn:
+                    await conn.execute(queries.LISTEN_WAKE)
+                    await conn.execute(queries.LISTEN_CANCEL)
+                    backoff.reset()
+                    listening.set()
+                    # Anything sent while we were not listening is found by claiming now.
+                    self.wake.set()
+                    while not self.stopping.is_set():
+                        async for note in conn.notifies(timeout=self.config.listen_timeout):
+                            if note.channel == "ember_wake":
+                                self.wake.set()
+                            elif note.channel == "ember_cancel":
+                                self._spawn(self._on_cancel_hint(note.payload))
+                        await conn.execute(queries.KEEPALIVE)
+            except psycopg.OperationalError as exc:
+                delay = backoff.next()
+                log.warning(
+                    "listen connection lost (%s); reconnecting in %.1fs",
+                    str(exc).strip() or type(exc).__name__,
+                    delay,
+                    extra={"event": "listen_lost", "server": self.server},
+                )
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), delay)
+
+    # --- tick ---
+
+    async def _ticker(self, interval: float) -> None:
+        """tick() by one worker of the fleet: whoever holds the session advisory lock.
+
+        The lock is session-level on a connection of its own, so it is released when this worker
+        dies or its connection drops, and another worker's next attempt takes over.
+        """
+        conn: psycopg.AsyncConnection[Any] | None = None
+        holder = False
+        while not self.stopping.is_set():
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    holder = False
+                    conn = await self.connect_with_retry("tick")
+                    if conn is None:
+                        return
+                if not holder:
+                    cur = await conn.execute(queries.TICKER_TRY_LOCK)
+                    row = await cur.fetchone()
+                    holder = bool(row and row[0])
+                if holder:
+                    cur = await conn.execute(queries.TICK)
+                    row = await cur.fetchone()
+                    self.metrics.ticks.inc()
+                    result = row[0] if row else {}
+                    if result and (result.get("runs_abandoned") or result.get("ready")):
+                        log.info("tick", extra={"event": "tick", **result})
+            except psycopg.OperationalError as exc:
+                log.warning("tick failed: %s", exc, extra={"event": "tick_failed"})
+                if conn is not None:
+                    await conn.close()
+                conn = None
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), interval)
+        if conn is not None:
+            await conn.close()
+
+    # --- shutdown ---
+
+    async def _shutdown(self) -> None:
+        tasks = [r.task for r in self.running.values() if r.task is not None]
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=self.config.grace)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        if self._claim_conn is not None:
+            await self._claim_conn.close()
+        await self.pool.close()
+        await self.client.close()
+        log.info("stopped", extra={"event": "stopped"})

@@ -1,0 +1,388 @@
+"""The shadow pipeline: the hot request builder, the cold reader, and the pipeline the loop runs.
+
+Hot path (seed 000 section 2): the thread's last real request, replayed byte for byte, plus the
+model's answer as its raw content blocks, plus one user message that answers any dangling tool
+call with a placeholder and asks the shadow question; the old prefix is read from the prompt
+cache. Cold path (section 3): the plan's rendered pages, one light-model call per page.
+
+Everything about what to read, which model may read it and what counts as evidence was decided
+by SQL in the claim; here the plan is only turned into requests, and the answers into one outcome
+for submit_shadow_run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ember import queries
+from ember.tools import (
+    SHADOW_TOOL_NAME,
+    ToolInputError,
+    parse_shadow_proposals,
+    shadow_tool_definition,
+)
+from ember.worker.calls import (
+    CallError,
+    add_usage,
+    describe_error,
+    empty_usage,
+    post_message,
+    usage_of,
+)
+from ember.worker.jsonspan import Span, SpanError, scan, splice
+from ember.worker.pipeline import Context, Job
+
+PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
+
+# The seed's placeholder, in English: the branch must not treat a call it never ran as evidence.
+PLACEHOLDER = (
+    "This tool call is still running in the original conversation. This shadow branch did not "
+    "run it and has no result for it: it is not evidence of anything."
+)
+MAX_MARKERS = 4
+COLD_MAX_TOKENS = 4096
+# Markers may not sit on these blocks (a 400 from the API).
+_UNMARKABLE = ("thinking", "redacted_thinking")
+
+
+@cache
+def prompt(name: str) -> str:
+    return (PROMPTS / f"{name}.md").read_text(encoding="utf-8").strip()
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class PlanError(Exception):
+    """The stored prefix cannot be replayed (it is not the request shape the API takes)."""
+
+
+def shadow_question(rows: list[Any] | None) -> str:
+    """The shadow question with the plan's rendered rows, as SQL rendered them."""
+    body = "\n".join(str(r) for r in rows or [])
+    return f"{prompt('shadow_question')}\n\n{body}" if body else prompt("shadow_question")
+
+
+def _count_markers(value: Any) -> int:
+    """Block-level cache_control markers: on blocks of tools, system, messages and tool results."""
+    count = 0
+    if isinstance(value, list):
+        for item in value:
+            count += _count_markers(item)
+    elif isinstance(value, dict):
+        if value.get("cache_control") is not None:
+            count += 1
+        # A tool_result's nested blocks may carry the marker; tool inputs and schemas are content.
+        if value.get("type") == "tool_result" and isinstance(value.get("content"), list):
+            count += _count_markers(value["content"])
+    return count
+
+
+def _markable(block: Any) -> bool:
+    if not isinstance(block, dict) or block.get("type") in _UNMARKABLE:
+        return False
+    return not (block.get("type") == "text" and block.get("text") == "")
+
+
+@dataclass(frozen=True)
+class HotRequest:
+    body: bytes
+    old_messages: int  # how many messages the stored request held
+    marker_added: bool
+
+
+def build_hot_request(
+    request_text: str,
+    response_text: str,
+    rows: list[Any] | None,
+    *,
+    last_turn_thinking: bool,
+) -> HotRequest:
+    """The shadow request for a stored prefix, as bytes to post unchanged.
+
+    The stored request keeps every character; only three edits are spliced in: the two new
+    messages at the end of `messages`, one cache marker on the old last message's last markable
+    block (only when it has none and the request holds fewer than four), and `stream` turned off
+    if the host streamed (it folds into no cache key, and the worker reads one JSON answer).
+    """
+    try:
+        req = scan(request_text)
+        resp = scan(response_text)
+    except SpanError as exc:
+        raise PlanError(f"the stored prefix is not JSON: {exc}") from exc
+    if req.kind != "object" or "messages" not in req.keys:
+        raise PlanError("the stored request has no messages")
+    messages = req.keys["messages"]
+    if messages.kind != "array" or not messages.items:
+        raise PlanError("the stored request's messages are not a non-empty array")
+    if resp.kind != "object" or resp.keys.get("content", Span(0, 0, "")).kind != "array":
+        raise PlanError("the stored response has no content blocks")
+
+    parsed = json.loads(request_text)
+    answer_blocks: list[Any] = json.loads(resp.keys["content"].text(response_text))
+    edits: list[tuple[int, int, str]] = []
+
+    # The extra marker: read the old prefix even when the appended tail is longer than the
+    # 20-position lookback of a marker at the very end. Markers are not hashed, so the prefix
+    # itself is unchanged.
+    markers = _count_markers(parsed.get("tools")) + _count_markers(parsed.get("system"))
+    markers += sum(_count_markers(m.get("content")) for m in parsed["messages"])
+    top_level = parsed.get("cache_control")
+    if top_level is not None:
+        markers += 1
+    marker_added = False
+    last_span = messages.items[-1]
+    last = parsed["messages"][-1]
+    content = last.get("content") if isinstance(last, dict) else None
+    if markers < MAX_MARKERS and isinstance(content, list) and content:
+        # 1h entries must come before 5m ones; a 1h automatic marker after ours forces 1h.
+        ttl_1h = isinstance(top_level, dict) and top_level.get("ttl") == "1h"
+        marker = {"type": "ephemeral", "ttl": "1h"} if ttl_1h else {"type": "ephemeral"}
+        content_span = last_span.keys["content"]
+        for index in range(len(content) - 1, -1, -1):
+            block = content[index]
+            if not _markable(block):
+                continue
+            if block.get("cache_control") is None:
+                block_span = content_span.items[index]
+                if "cache_control" in block_span.keys:  # an explicit null: replace the value
+                    null = block_span.keys["cache_control"]
+                    edits.append((null.start, null.end, _compact(marker)))
+                else:
+                    close = block_span.end - 1
+                    sep = "," if block_span.keys else ""
+                    edits.append((close, close, f'{sep}"cache_control":{_compact(marker)}'))
+                marker_added = True
+            break
+
+    tool_uses = [
+        b for b in answer_blocks if isinstance(b, dict) and b.get("type") in ("tool_use",)
+    ]
+    question = shadow_question(rows)
+    final: list[Any] = []
+    for i, use in enumerate(tool_uses):
+        text = PLACEHOLDER
+        if last_turn_thinking and i == len(tool_uses) - 1:
+            # A text block beside tool results would strip the answer's thinking on a
+            # last-turn-only model and miss the cache from there on; inside the result it does not.
+            text = f"{PLACEHOLDER}\n\n{question}"
+        final.append({"type": "tool_result", "tool_use_id": use.get("id"), "content": text})
+    if not (last_turn_thinking and tool_uses):
+        final.append({"type": "text", "text": question})
+
+    tail = ""
+    if answer_blocks:
+        raw_content = resp.keys["content"].text(response_text)
+        tail += ',{"role":"assistant","content":' + raw_content + "}"
+    tail += "," + _compact({"role": "user", "content": final})
+    edits.append((messages.end - 1, messages.end - 1, tail))
+
+    stream = req.keys.get("stream")
+    if stream is not None and stream.text(request_text) == "true":
+        edits.append((stream.start, stream.end, "false"))
+
+    body = splice(request_text, edits)
+    return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
+
+
+def cold_request(model: str, page: Any) -> dict[str, Any]:
+    """One cold-path call: the cold reader over one rendered page (rows joined by newlines)."""
+    text = "\n".join(str(r) for r in page) if isinstance(page, list) else str(page)
+    return {
+        "model": model,
+        "max_tokens": COLD_MAX_TOKENS,
+        "system": prompt("cold_reader"),
+        "tools": [shadow_tool_definition()],
+        # Our own request with no thinking and no cache to keep: forcing the tool is safe here.
+        "tool_choice": {"type": "tool", "name": SHADOW_TOOL_NAME},
+        "messages": [{"role": "user", "content": text}],
+    }
+
+
+def proposals_from(response: dict[str, Any]) -> list[Any]:
+    """The proposals of the shadow tool calls in a raw response.
+
+    No call at all is a failure (the model did not do the job); so is an input that is not a
+    list of facts. Facts that fail parsing are kept for SQL to store as rejected proposals.
+    """
+    calls = [
+        b
+        for b in response.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == SHADOW_TOOL_NAME
+    ]
+    if not calls:
+        raise CallError(f"no {SHADOW_TOOL_NAME} call in the answer")
+    found: list[Any] = []
+    for call in calls:
+        try:
+            found.extend(parse_shadow_proposals(call.get("input")))
+        except ToolInputError as exc:
+            raise CallError(str(exc)) from exc
+    return found
+
+
+def _outcome(
+    status: str, error: str | None, usage: dict[str, int], started: float, proposals: list[Any]
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "error": error,
+        "usage": usage,
+        "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
+        "finished_at": datetime.now(UTC).isoformat(),
+        "proposals": proposals,
+    }
+
+
+class ShadowPipeline:
+    """Claims shadow runs and carries them out, hot or cold."""
+
+    name = "shadow"
+
+    def __init__(self) -> None:
+        self._retention: dict[str, str] = {}
+
+    async def claim(
+        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
+    ) -> Job | None:
+        cur = await conn.execute(queries.CLAIM_SHADOW, (worker_name, lease))
+        row = await cur.fetchone()
+        plan = row[0] if row else None
+        if not plan:
+            return None
+        return Job(
+            pipeline=self.name,
+            run_id=int(plan["run_id"]),
+            lease_token=str(plan["lease_token"]),
+            thread_id=str(plan["thread_id"]),
+            plan=plan,
+        )
+
+    async def extend_lease(
+        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
+    ) -> bool:
+        try:
+            await conn.execute(queries.EXTEND_SHADOW_LEASE, (job.run_id, job.lease_token, lease))
+        except psycopg.Error as exc:
+            if exc.sqlstate == "EM051":
+                return False
+            raise
+        return True
+
+    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
+        try:
+            await conn.execute(queries.RELEASE_SHADOW, (job.run_id, job.lease_token))
+        except psycopg.Error as exc:
+            if exc.sqlstate != "EM051":  # already finished, or no longer ours: nothing to give
+                raise
+
+    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
+        cur = await conn.execute(queries.SHADOW_CANCEL_REQUESTED, (run_id,))
+        row = await cur.fetchone()
+        return bool(row and row[0])
+
+    async def _last_turn(self, ctx: Context, model: str) -> bool:
+        if model not in self._retention:
+            async with ctx.connection() as conn:
+                cur = await conn.execute(queries.MODEL_THINKING_RETENTION, (model,))
+                row = await cur.fetchone()
+            self._retention[model] = str(row[0]) if row else "all"
+        return self._retention[model] == "last-turn"
+
+    async def execute(self, job: Job, ctx: Context) -> None:
+        plan = job.plan
+        model = str(plan["model"])
+        path = str(plan["path"])
+        started = time.monotonic()
+        usage = empty_usage()
+        proposals: list[Any] = []
+        outcome: dict[str, Any]
+        try:
+            if path == "hot":
+                hot = build_hot_request(
+                    str(plan["request"]),
+                    str(plan["response"]),
+                    plan.get("rows"),
+                    last_turn_thinking=await self._last_turn(ctx, model),
+                )
+                response = await self._call(ctx, model, hot.body, usage)
+                usage = add_usage(usage, usage_of(response))
+                proposals = proposals_from(response)
+            else:
+                for page in plan.get("pages") or []:
+                    body = _compact(cold_request(model, page)).encode("utf-8")
+                    response = await self._call(ctx, model, body, usage)
+                    usage = add_usage(usage, usage_of(response))
+                    proposals.extend(proposals_from(response))
+            outcome = _outcome("completed", None, usage, started, proposals)
+        except asyncio.CancelledError:
+            if not ctx.cancelled(job.run_id):
+                raise  # shutdown: the loop releases the run
+            # A human spoke: SQL records the run cancelled (interrupted-by-user) with no proposals.
+            # The cancellation was ours to consume; the submit below must still run.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            outcome = _outcome("failed", "interrupted-by-user", usage, started, [])
+        except (CallError, PlanError) as exc:
+            outcome = _outcome("failed", str(exc), usage, started, [])
+        except Exception as exc:  # any SDK or transport error: the run fails with what is known
+            outcome = _outcome("failed", describe_error(exc), usage, started, [])
+        await self._submit(job, ctx, outcome, path, model)
+
+    async def _call(
+        self, ctx: Context, model: str, body: bytes, usage: dict[str, int]
+    ) -> dict[str, Any]:
+        t0 = time.monotonic()
+        response = await post_message(ctx.client, body)
+        ctx.observe_call(
+            pipeline=self.name, model=model, seconds=time.monotonic() - t0, usage=usage_of(response)
+        )
+        return response
+
+    async def _submit(
+        self, job: Job, ctx: Context, outcome: dict[str, Any], path: str, model: str
+    ) -> None:
+        async with ctx.connection() as conn:
+            try:
+                cur = await conn.execute(
+                    queries.SUBMIT_SHADOW, (job.run_id, job.lease_token, Jsonb(outcome))
+                )
+            except psycopg.Error as exc:
+                if exc.sqlstate in ("EM041", "EM042", "EM043"):
+                    # No longer ours (lease lapsed, or abandoned and re-offered): dropping the
+                    # outcome is what keeps the thread from being done twice.
+                    ctx.log.warning("outcome refused: %s", exc.diag.message_primary)
+                    ctx.observe_run(pipeline=self.name, path=path, model=model, status="lost")
+                    return
+                raise
+            row = await cur.fetchone()
+        result = row[0] if row else {}
+        status = str(result.get("status", outcome["status"]))
+        ctx.observe_run(pipeline=self.name, path=path, model=model, status=status)
+        ctx.log.info(
+            "run %s",
+            status,
+            extra={
+                "event": "run_finished",
+                "status": status,
+                "path": path,
+                "model": model,
+                "error": outcome["error"],
+                "proposals": result.get("proposals"),
+                "rejected": result.get("rejected"),
+                "latency_ms": outcome["latency_ms"],
+                **outcome["usage"],
+            },
+        )
