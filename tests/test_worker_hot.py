@@ -1,0 +1,262 @@
+"""The hot path over the wire (seed 000 section 2.1, the seed's prefix.wire.test.ts).
+
+A host records a real turn through the real `anthropic` SDK against `ember sim`, with the
+capture hook of `ember.host`; the worker's shadow pipeline then replays it. The shadow request
+must carry the old request unchanged, then exactly the answer and the shadow question, and the
+simulator must report the whole old prefix as a cache read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import anthropic
+import psycopg
+import pytest
+
+from ember.host import PrefixCapture, turn_tools
+from ember.sim import Reply, Scripted, SimServer
+from ember.tools import SHADOW_TOOL_NAME
+from ember.worker.jsonspan import scan
+from ember.worker.shadow import PLACEHOLDER, ShadowPipeline
+from simfixtures import words
+from workerkit import API_KEY, InProcessContext, host_on, prepare, proposals, runs
+
+CC = {"type": "ephemeral"}
+SYSTEM = "You are a careful assistant for a small team. " + words("system", 1200)
+BASH = {
+    "name": "bash",
+    "description": "run a shell command",
+    "input_schema": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+}
+SIGNATURE = "EqQBCkYIBxgCKkDsig" + "x" * 60
+
+
+@pytest.fixture(scope="module")
+def hot_sim() -> Iterator[SimServer]:
+    with SimServer(responder=Scripted()) as server:
+        yield server
+
+
+def _record_turn(
+    url: str,
+    sim: SimServer,
+    model: str,
+    answer: Reply,
+    *,
+    thinking: bool = False,
+) -> tuple[int, dict[str, Any]]:
+    """One real host turn on thread t1: returns the human message id and the request sent."""
+    with host_on(url) as host:
+        said = "From now on I prefer answers in metric units. " + words("ctx", 200)
+        mid = host.append_message("t1", "user", said, author="human")
+        capture = PrefixCapture()
+        client = anthropic.Anthropic(
+            base_url=sim.base_url,
+            api_key=API_KEY,
+            max_retries=0,
+            http_client=capture.http_client(),
+        )
+        extra: dict[str, Any] = {}
+        if thinking:
+            extra["thinking"] = {"type": "enabled", "budget_tokens": 1024}
+        sim.state.responder.push(answer)  # type: ignore[attr-defined]
+        message = client.messages.create(
+            model=model,
+            max_tokens=4096,
+            system=[{"type": "text", "text": SYSTEM, "cache_control": CC}],
+            tools=turn_tools([BASH]),  # type: ignore[arg-type]
+            messages=[
+                {"role": "user", "content": [{"type": "text", "text": said, "cache_control": CC}]}
+            ],
+            **extra,
+        )
+        host.append_message(
+            "t1",
+            "assistant",
+            "".join(b.text for b in message.content if b.type == "text"),
+            blocks=[b.model_dump(mode="json") for b in message.content],
+        )
+        assert host.note_prefix("t1", capture.take())
+        host.waiting_for_user("t1")
+    return mid, sim.requests[-1].body
+
+
+def _shadow(url: str, sim: SimServer, mid: int) -> None:
+    """Claim the thread's hot run and execute it in this process."""
+    sim.state.responder.push(  # type: ignore[attr-defined]
+        Reply.tool_use(
+            SHADOW_TOOL_NAME,
+            {
+                "facts": [
+                    {
+                        "text": "The user prefers metric units.",
+                        "evidence_kind": "user-stated",
+                        "evidence": [{"message_id": mid}],
+                    },
+                    {"text": "A fact with no evidence", "evidence_kind": "user-stated"},
+                ]
+            },
+        )
+    )
+
+    async def go() -> None:
+        pipeline = ShadowPipeline()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            job = await pipeline.claim(conn, "test", timedelta(minutes=5))
+        assert job is not None and job.plan["path"] == "hot", job
+        ctx = InProcessContext(url, sim.base_url)
+        await pipeline.execute(job, ctx)
+        await ctx.client.close()
+
+    asyncio.run(go())
+
+
+def _check_wire(sim: SimServer, first: dict[str, Any]) -> dict[str, Any]:
+    """The shape the seed's wire test asserts; returns the shadow request."""
+    entries = sim.requests
+    assert len(entries) == 2, [e.status for e in entries]
+    assert all(e.status == 200 for e in entries), [e.error for e in entries]
+    second = entries[1].body
+    n = len(first["messages"])
+    assert second["messages"][:n] == first["messages"]
+    for key in ("system", "tools", "thinking", "tool_choice", "model", "max_tokens"):
+        assert second.get(key) == first.get(key), key
+    assert len(second["messages"]) == n + 2
+    answer, question = second["messages"][n], second["messages"][n + 1]
+    assert answer == {"role": "assistant", "content": entries[0].response["content"]}
+    assert question["role"] == "user"
+    assert "tool_choice" not in second
+    # The whole old prefix (every position of the first request) is read from the cache.
+    u0, u1 = entries[0].usage, entries[1].usage
+    old_total = (
+        u0["input_tokens"] + u0["cache_read_input_tokens"] + u0["cache_creation_input_tokens"]
+    )
+    assert u1["cache_read_input_tokens"] == old_total
+    return second
+
+
+def _check_stored(url: str, mid: int) -> None:
+    (run,) = runs(url)
+    assert run["status"] == "completed" and run["path"] == "hot"
+    assert run["cache_read_tokens"] > 0
+    stored = proposals(url)
+    assert [p["validation_error"] is None for p in stored] == [True, False]
+    assert stored[0]["evidence"] == [{"message_id": mid}]
+
+
+@pytest.fixture
+def wire_db(db: str, hot_sim: SimServer) -> str:
+    hot_sim.reset(responder=Scripted())
+    prepare(db, ["t1"])
+    return db
+
+
+def test_shadow_turn_replays_the_prefix_and_reads_it_from_cache(
+    wire_db: str, hot_sim: SimServer
+) -> None:
+    mid, first = _record_turn(wire_db, hot_sim, "claude-sonnet-4-6", Reply.text("Noted."))
+    _shadow(wire_db, hot_sim, mid)
+    second = _check_wire(hot_sim, first)
+    content = second["messages"][-1]["content"]
+    assert [b["type"] for b in content] == ["text"]
+    assert f"m:{mid} user(human):" in content[0]["text"]
+    # Exact bytes: the old body is the new one with the tail cut out at the messages' end.
+    raw0, raw1 = hot_sim.requests[0].raw.decode(), hot_sim.requests[1].raw.decode()
+    cut = scan(raw0).keys["messages"].end - 1
+    assert raw1.startswith(raw0[:cut]) and raw1.endswith(raw0[cut:])
+    _check_stored(wire_db, mid)
+
+
+def test_a_dangling_tool_call_gets_a_placeholder_result_first(
+    wire_db: str, hot_sim: SimServer
+) -> None:
+    answer = Reply.tool_use("bash", {"cmd": "ls"}, text="Let me look.")
+    mid, first = _record_turn(wire_db, hot_sim, "claude-sonnet-4-6", answer)
+    _shadow(wire_db, hot_sim, mid)
+    second = _check_wire(hot_sim, first)
+    tool_use = second["messages"][-2]["content"][-1]
+    content = second["messages"][-1]["content"]
+    assert [b["type"] for b in content] == ["tool_result", "text"]
+    assert content[0]["tool_use_id"] == tool_use["id"]
+    assert content[0]["content"] == PLACEHOLDER
+    _check_stored(wire_db, mid)
+
+
+def _thinking_answer(tool: bool) -> Reply:
+    blocks: list[dict[str, Any]] = [
+        {"type": "thinking", "thinking": "The user wants metric units.", "signature": SIGNATURE},
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy" + "r" * 40},
+    ]
+    if tool:
+        blocks.append({"type": "tool_use", "id": "toolu_think01", "name": "bash", "input": {}})
+        return Reply(blocks, stop_reason="tool_use")
+    blocks.append({"type": "text", "text": "Noted: metric from now on."})
+    return Reply(blocks)
+
+
+def test_thinking_blocks_go_back_with_their_signatures(wire_db: str, hot_sim: SimServer) -> None:
+    mid, first = _record_turn(
+        wire_db, hot_sim, "claude-sonnet-4-6", _thinking_answer(False), thinking=True
+    )
+    _shadow(wire_db, hot_sim, mid)
+    second = _check_wire(hot_sim, first)
+    answer = second["messages"][-2]["content"]
+    assert answer[0] == {
+        "type": "thinking",
+        "thinking": "The user wants metric units.",
+        "signature": SIGNATURE,
+    }
+    assert answer[1]["type"] == "redacted_thinking"
+    _check_stored(wire_db, mid)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_last_turn_thinking_model_gets_the_question_inside_the_placeholder(
+    wire_db: str, hot_sim: SimServer
+) -> None:
+    mid, first = _record_turn(
+        wire_db, hot_sim, "claude-sonnet-4-5", _thinking_answer(True), thinking=True
+    )
+    _shadow(wire_db, hot_sim, mid)
+    second = _check_wire(hot_sim, first)
+    content = second["messages"][-1]["content"]
+    # Only tool results: a text block here would strip the answer's thinking on this model.
+    assert [b["type"] for b in content] == ["tool_result"]
+    assert content[0]["content"].startswith(PLACEHOLDER)
+    assert f"m:{mid} user(human):" in content[0]["content"]
+    assert hot_sim.requests[1].cache["stripped_thinking"] == []
+    _check_stored(wire_db, mid)
+
+
+def test_a_request_without_a_final_marker_gets_one_within_the_limit(
+    wire_db: str, hot_sim: SimServer
+) -> None:
+    """Markers are not hashed: adding one on the old last block changes no cached prefix."""
+    from ember.worker.shadow import build_hot_request
+
+    request = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+    }
+    import json
+
+    built = build_hot_request(
+        json.dumps(request), json.dumps({"content": []}), ["m:1 user(human): hi"],
+        last_turn_thinking=False,
+    )
+    body = json.loads(built.body)
+    assert built.marker_added
+    expected = copy.deepcopy(request["messages"][0])
+    expected["content"][0]["cache_control"] = CC
+    assert body["messages"][0] == expected
+    four = dict(request, system=[{"type": "text", "text": "s", "cache_control": CC}] * 4)
+    built = build_hot_request(
+        json.dumps(four), json.dumps({"content": []}), [], last_turn_thinking=False
+    )
+    assert not built.marker_added

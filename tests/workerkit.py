@@ -1,0 +1,216 @@
+"""Helpers for the worker tests: a host-side setup, an in-process job context, and a worker
+process whose JSON log lines can be waited on (events, never fixed sleeps)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from anthropic import AsyncAnthropic
+
+from ember.host import Host
+
+ROOT = Path(__file__).resolve().parents[1]
+EMBER = str(Path(sys.executable).parent / "ember")
+API_KEY = "sk-ant-test-NEVER-IN-LOGS-0123456789"
+
+
+def prepare(url: str, threads: list[str] | None = None) -> None:
+    """main, shadow switched on, and the given side threads."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        host = Host(conn)
+        host.create_thread("main", "main")
+        conn.execute("SELECT ember.shadow_activate()")
+        for t in threads or []:
+            host.create_thread(t, "side")
+
+
+@contextmanager
+def host_on(url: str) -> Iterator[Host]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        yield Host(conn)
+
+
+def offer_cold(url: str, thread: str, text: str, *, human: bool = True) -> int:
+    """A row and a standing offer on `thread` (no prefix, so the cold path)."""
+    with host_on(url) as host:
+        mid = host.append_message(
+            thread, "user" if human else "assistant", text, author="human" if human else None
+        )
+        host.task_ended(thread)
+    return mid
+
+
+def runs(url: str) -> list[dict[str, Any]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(
+            "SELECT id, thread_id, path, model, status, error, worker, input_tokens,"
+            " cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens"
+            " FROM ember.shadow_runs ORDER BY id"
+        )
+        names = [c.name for c in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def proposals(url: str) -> list[dict[str, Any]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(
+            "SELECT run_id, thread_id, text, evidence_kind, evidence, validation_error"
+            " FROM ember.shadow_proposals ORDER BY id"
+        )
+        names = [c.name for c in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+class InProcessContext:
+    """A pipeline Context for running one job inside the test process."""
+
+    def __init__(self, url: str, base_url: str) -> None:
+        self.url = url
+        self.client = AsyncAnthropic(base_url=base_url, api_key=API_KEY, max_retries=0)
+        self.worker_name = "test"
+        self.log = logging.LoggerAdapter(logging.getLogger("test"), {})
+        self.calls: list[dict[str, Any]] = []
+        self.finished: list[str] = []
+        self.cancelled_runs: set[int] = set()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            yield conn
+
+    def cancelled(self, run_id: int) -> bool:
+        return run_id in self.cancelled_runs
+
+    def observe_call(
+        self, *, pipeline: str, model: str, seconds: float, usage: dict[str, int]
+    ) -> None:
+        self.calls.append({"model": model, **usage})
+
+    def observe_run(self, *, pipeline: str, path: str, model: str, status: str) -> None:
+        self.finished.append(status)
+
+
+class WorkerProcess:
+    """`ember worker` as a child process; its JSON log lines are collected as they arrive."""
+
+    def __init__(
+        self,
+        url: str,
+        base_url: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        name: str = "w1",
+    ) -> None:
+        full_env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": base_url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        full_env.pop("DATABASE_URL", None)
+        self.cmd = [
+            EMBER,
+            "worker",
+            "--database-url",
+            url,
+            "--name",
+            name,
+            "--log-format",
+            "json",
+            "--poll-interval",
+            "30",
+            *args,
+        ]
+        self.proc = subprocess.Popen(
+            self.cmd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.events: list[dict[str, Any]] = []
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    entry = {"msg": line.rstrip("\n")}
+                entry["_at"] = time.monotonic()
+                self.events.append(entry)
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    def wait_for(
+        self,
+        event: str,
+        predicate: Callable[[dict[str, Any]], bool] | None = None,
+        *,
+        count: int = 1,
+        timeout: float = 15.0,
+    ) -> list[dict[str, Any]]:
+        """The first `count` log entries with this event (and predicate); fails on timeout."""
+
+        def found() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in self.events
+                if e.get("event") == event and (predicate is None or predicate(e))
+            ]
+
+        with self._cond:
+            ok = self._cond.wait_for(
+                lambda: len(found()) >= count or self.proc.poll() is not None, timeout
+            )
+            hits = found()
+        if len(hits) < count:
+            tail = "\n".join(self.lines[-20:])
+            raise AssertionError(
+                f"no {count} x {event!r} within {timeout}s (exit {self.proc.poll()}):\n{tail}"
+            )
+        assert ok or hits
+        return hits[:count]
+
+    def ready(self) -> WorkerProcess:
+        self.wait_for("ready")
+        return self
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout)
+        self._reader.join(5)
+        return rc
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+        self._reader.join(5)
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)

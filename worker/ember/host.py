@@ -1,0 +1,285 @@
+"""What an agent runtime (the host) needs from Ember: prefix capture, the host API, the shadow tool.
+
+Capture: the hot path replays the host's last request byte for byte, so the host must record the
+exact bytes its `anthropic` client sent and the raw answer, with the moment the request started
+(the cache lifetime runs from there). `PrefixCapture` does this with event hooks on the SDK's
+HTTP client, so the host keeps calling `client.messages.create` as before.
+
+The shadow tool: every turn of every thread offers `shadow_memory_propose` from the first turn on
+(adding it later would change the tools and miss the whole cache), and a symmetric policy keeps
+each kind of turn to its own tools.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import psycopg
+
+from ember import queries
+from ember.tools import SHADOW_TOOL_NAME, shadow_tool_definition
+
+# --- capture ---
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One model call as it went over the wire."""
+
+    request: str  # the request body exactly as sent
+    response: str  # the answer as a Messages API JSON object (assembled when streamed)
+    started_at: datetime  # when the request started
+
+
+def _is_messages_call(request: httpx2.Request) -> bool:
+    return request.method == "POST" and request.url.path.rstrip("/").endswith("/v1/messages")
+
+
+def assemble_stream(events_text: str) -> dict[str, Any]:
+    """The final message of a streamed answer, built from its server-sent events.
+
+    Content blocks keep their fields as the stream gave them (thinking with its signature,
+    redacted thinking with its data, tool_use with its input parsed from the JSON deltas).
+    """
+    message: dict[str, Any] = {}
+    partial_json: dict[int, str] = {}
+    for chunk in events_text.split("\n\n"):
+        data = "".join(
+            line[5:].lstrip() for line in chunk.splitlines() if line.startswith("data:")
+        )
+        if not data:
+            continue
+        event = json.loads(data)
+        kind = event.get("type")
+        if kind == "message_start":
+            message = dict(event["message"])
+            message["content"] = []
+        elif kind == "content_block_start":
+            message["content"].append(dict(event["content_block"]))
+        elif kind == "content_block_delta":
+            index, delta = event["index"], event["delta"]
+            block = message["content"][index]
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                block["text"] = block.get("text", "") + delta["text"]
+            elif dtype == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta["thinking"]
+            elif dtype == "signature_delta":
+                block["signature"] = block.get("signature", "") + delta["signature"]
+            elif dtype == "input_json_delta":
+                partial_json[index] = partial_json.get(index, "") + delta["partial_json"]
+        elif kind == "content_block_stop":
+            index = event["index"]
+            if index in partial_json:
+                text = partial_json.pop(index)
+                message["content"][index]["input"] = json.loads(text) if text else {}
+        elif kind == "message_delta":
+            message.update(event.get("delta") or {})
+            usage = dict(message.get("usage") or {})
+            usage.update(event.get("usage") or {})
+            message["usage"] = usage
+    return message
+
+
+class PrefixCapture:
+    """Records the last successful Messages API call of the client it is attached to.
+
+    >>> capture = PrefixCapture()
+    >>> client = anthropic.Anthropic(http_client=capture.http_client())
+    >>> client.messages.create(...)
+    >>> host.note_prefix("t1", capture.take())
+
+    Only successful (2xx) answers are kept: a failed call is not a prefix anyone could replay.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[int, tuple[datetime, bytes]] = {}
+        self._last: Captured | None = None
+
+    def _on_request(self, request: httpx2.Request) -> None:
+        if _is_messages_call(request):
+            with self._lock:
+                self._started[id(request)] = (datetime.now(UTC), request.content)
+
+    def _record(self, response: httpx2.Response) -> None:
+        with self._lock:
+            start = self._started.pop(id(response.request), None)
+        if start is None or not response.is_success:
+            return
+        text = response.content.decode("utf-8")
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            text = json.dumps(assemble_stream(text), ensure_ascii=False, separators=(",", ":"))
+        captured = Captured(start[1].decode("utf-8"), text, start[0])
+        with self._lock:
+            self._last = captured
+
+    def _on_response(self, response: httpx2.Response) -> None:
+        if _is_messages_call(response.request):
+            response.read()
+            self._record(response)
+
+    async def _on_request_async(self, request: httpx2.Request) -> None:
+        self._on_request(request)
+
+    async def _on_response_async(self, response: httpx2.Response) -> None:
+        if _is_messages_call(response.request):
+            await response.aread()
+            self._record(response)
+
+    def http_client(self, **kwargs: Any) -> httpx2.Client:
+        """An HTTP client for `anthropic.Anthropic(http_client=...)` that captures each call."""
+        import anthropic
+
+        return anthropic.DefaultHttpxClient(
+            event_hooks={"request": [self._on_request], "response": [self._on_response]},
+            **kwargs,
+        )
+
+    def async_http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        """The same for `anthropic.AsyncAnthropic(http_client=...)`."""
+        import anthropic
+
+        return anthropic.DefaultAsyncHttpxClient(
+            event_hooks={
+                "request": [self._on_request_async],
+                "response": [self._on_response_async],
+            },
+            **kwargs,
+        )
+
+    @property
+    def last(self) -> Captured | None:
+        return self._last
+
+    def take(self) -> Captured:
+        """The last captured call, cleared so that it is noted once."""
+        with self._lock:
+            captured, self._last = self._last, None
+        if captured is None:
+            raise LookupError("no successful Messages API call was captured")
+        return captured
+
+
+# --- the shadow tool and the symmetric tool policy ---
+
+
+def shadow_tool() -> dict[str, Any]:
+    """The `shadow_memory_propose` definition to include in every turn's tools."""
+    return shadow_tool_definition()
+
+
+def turn_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The host's tools with the shadow tool last: the same list for every turn of every thread."""
+    return [t for t in tools if t.get("name") != SHADOW_TOOL_NAME] + [shadow_tool()]
+
+
+def tool_call_refusal(tool_name: str, *, shadow_turn: bool) -> str | None:
+    """Why a tool call may not run in this kind of turn, or None when it may.
+
+    A normal turn may not call the shadow tool (it is offered only so the tools never change);
+    a shadow turn may call nothing else (it must not act in the world).
+    """
+    if shadow_turn and tool_name != SHADOW_TOOL_NAME:
+        return f"a shadow turn may call only {SHADOW_TOOL_NAME}; {tool_name} did not run"
+    if not shadow_turn and tool_name == SHADOW_TOOL_NAME:
+        return f"{SHADOW_TOOL_NAME} is used only by the memory system; it did not run"
+    return None
+
+
+def unavailable_at_turn_start(tool_names: Iterable[str]) -> list[str]:
+    """The "tools unavailable at turn start" list to tell the model: never the shadow tool."""
+    return [name for name in tool_names if name != SHADOW_TOOL_NAME]
+
+
+# --- the host API (thin typed wrappers over the SQL functions) ---
+
+
+class Host:
+    """The host API on one psycopg connection; each call is one statement of the SQL API."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def _one(self, query: Any, params: Sequence[Any]) -> Any:
+        row = self.conn.execute(query, params).fetchone()
+        return row[0] if row else None
+
+    def create_thread(
+        self,
+        thread_id: str,
+        kind: str,
+        *,
+        title: str | None = None,
+        category: str | None = None,
+        seal_tier: str = "open",
+        model: str | None = None,
+    ) -> str:
+        return str(
+            self._one(
+                queries.HOST_CREATE_THREAD, (thread_id, kind, title, category, seal_tier, model)
+            )
+        )
+
+    def start_generation(self, thread_id: str) -> str:
+        return str(self._one(queries.HOST_START_GENERATION, (thread_id,)))
+
+    def append_message(
+        self,
+        thread_id: str,
+        role: str,
+        content: str,
+        *,
+        author: str | None = None,
+        blocks: Any = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        tool_status: str | None = None,
+        from_thread: str | None = None,
+    ) -> int:
+        raw_blocks = None if blocks is None else json.dumps(blocks, ensure_ascii=False)
+        return int(
+            self._one(
+                queries.HOST_APPEND_MESSAGE,
+                (
+                    thread_id,
+                    role,
+                    content,
+                    author,
+                    raw_blocks,
+                    tool_call_id,
+                    tool_name,
+                    tool_status,
+                    from_thread,
+                ),
+            )
+        )
+
+    def note_prefix(self, thread_id: str, captured: Captured) -> bool:
+        return bool(
+            self._one(
+                queries.HOST_NOTE_PREFIX,
+                (thread_id, captured.request, captured.response, captured.started_at),
+            )
+        )
+
+    def turn_started(self, thread_id: str) -> None:
+        self._one(queries.HOST_TURN_STARTED, (thread_id,))
+
+    def turn_ended(self, thread_id: str, ok: bool = True) -> str:
+        return str(self._one(queries.HOST_TURN_ENDED, (thread_id, ok)))
+
+    def waiting_for_user(self, thread_id: str) -> str:
+        return str(self._one(queries.HOST_WAITING_FOR_USER, (thread_id,)))
+
+    def task_ended(self, thread_id: str) -> str:
+        return str(self._one(queries.HOST_TASK_ENDED, (thread_id,)))
+
+    def set_thread_status(self, thread_id: str, status: str) -> None:
+        self._one(queries.HOST_SET_THREAD_STATUS, (thread_id, status))
