@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from ember.sim import Fault, Reply, Scripted, SimServer, Truncated
+from ember.sim import Fault, Reply, Scripted, SimServer
 from ember.tools import SHADOW_TOOL_NAME
 from ember.worker.shadow import ShadowPipeline
 from workerkit import InProcessContext, host_on, offer_cold, prepare, proposals, runs
@@ -61,7 +61,9 @@ def _run_once(url: str, sim: SimServer) -> dict[str, Any]:
         ),
     ],
 )
-def test_a_bad_call_is_a_failed_run(fdb: str, fail_sim: SimServer, responder: Any, error: str) -> None:
+def test_a_bad_call_is_a_failed_run(
+    fdb: str, fail_sim: SimServer, responder: Any, error: str
+) -> None:
     fail_sim.reset(responder=responder)
     offer_cold(fdb, "t1", "I prefer tea.")
     run = _run_once(fdb, fail_sim)
@@ -77,7 +79,9 @@ def test_a_failed_later_page_keeps_the_usage_of_the_pages_before(
         for i in range(4):
             host.append_message("t1", "user", f"I prefer option {i}. " + "x" * 150, author="human")
         host.task_ended("t1")
-    fail_sim.reset(responder=Scripted([Reply.tool_use(SHADOW_TOOL_NAME, {"facts": []}), Fault.server_error()]))
+    fail_sim.reset(
+        responder=Scripted([Reply.tool_use(SHADOW_TOOL_NAME, {"facts": []}), Fault.server_error()])
+    )
     run = _run_once(fdb, fail_sim)
     first = fail_sim.requests[0].usage
     assert run["status"] == "failed"
@@ -104,7 +108,11 @@ def test_three_failures_in_a_generation_back_off(fdb: str, fail_sim: SimServer) 
 
 def test_valid_and_invalid_proposals_are_stored_together(fdb: str, fail_sim: SimServer) -> None:
     mid = offer_cold(fdb, "t1", "I prefer tea.")
-    good = {"text": "Prefers tea", "evidence_kind": "user-stated", "evidence": [{"message_id": mid}]}
+    good = {
+        "text": "Prefers tea",
+        "evidence_kind": "user-stated",
+        "evidence": [{"message_id": mid}],
+    }
     facts = [
         good,
         {"text": 42, "evidence_kind": "hunch", "evidence": "m:unknown"},

@@ -247,7 +247,9 @@ def test_a_request_without_a_final_marker_gets_one_within_the_limit(
     import json
 
     built = build_hot_request(
-        json.dumps(request), json.dumps({"content": []}), ["m:1 user(human): hi"],
+        json.dumps(request),
+        json.dumps({"content": []}),
+        ["m:1 user(human): hi"],
         last_turn_thinking=False,
     )
     body = json.loads(built.body)

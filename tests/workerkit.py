@@ -112,6 +112,7 @@ class WorkerProcess:
         *args: str,
         env: dict[str, str] | None = None,
         name: str = "w1",
+        cond: threading.Condition | None = None,
     ) -> None:
         full_env = {
             **os.environ,
@@ -143,7 +144,7 @@ class WorkerProcess:
         )
         self.lines: list[str] = []
         self.events: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
+        self._cond = cond or threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -214,3 +215,15 @@ class WorkerProcess:
     @property
     def output(self) -> str:
         return "\n".join(self.lines)
+
+
+def wait_all(workers: list[WorkerProcess], event: str, count: int, timeout: float = 30.0) -> None:
+    """Until the workers (sharing one condition) logged `count` entries of `event` between them."""
+
+    def total() -> int:
+        return sum(1 for w in workers for e in w.events if e.get("event") == event)
+
+    cond = workers[0]._cond
+    with cond:
+        if not cond.wait_for(lambda: total() >= count, timeout):
+            raise AssertionError(f"only {total()} x {event!r} of {count} within {timeout}s")

@@ -50,9 +50,7 @@ def assemble_stream(events_text: str) -> dict[str, Any]:
     message: dict[str, Any] = {}
     partial_json: dict[int, str] = {}
     for chunk in events_text.split("\n\n"):
-        data = "".join(
-            line[5:].lstrip() for line in chunk.splitlines() if line.startswith("data:")
-        )
+        data = "".join(line[5:].lstrip() for line in chunk.splitlines() if line.startswith("data:"))
         if not data:
             continue
         event = json.loads(data)

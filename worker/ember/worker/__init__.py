@@ -1,1 +1,1 @@
-"""The worker: a sidecar that waits for work in PostgreSQL, calls models and writes outcomes back."""
+"""The worker: a sidecar that waits for work in PostgreSQL, calls models, writes outcomes back."""

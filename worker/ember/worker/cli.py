@@ -92,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "--grace",
         type=float,
         default=float(_env("GRACE", "30")),
-        help="seconds calls in flight may finish after SIGTERM before they are released (default 30)",
+        help="seconds calls in flight may finish after SIGTERM before release (default 30)",
     )
     p.add_argument(
         "--metrics-port",

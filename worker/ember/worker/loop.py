@@ -387,9 +387,7 @@ class Worker:
             await asyncio.sleep(every)
             try:
                 async with self.pool.connection() as conn:
-                    ours = await running.pipeline.extend_lease(
-                        conn, running.job, self.config.lease
-                    )
+                    ours = await running.pipeline.extend_lease(conn, running.job, self.config.lease)
                     cancelled = ours and await running.pipeline.is_cancelled(
                         conn, running.job.run_id
                     )
@@ -452,6 +450,7 @@ class Worker:
                     await conn.execute(queries.LISTEN_CANCEL)
                     backoff.reset()
                     listening.set()
+                    log.info("listening", extra={"event": "listening", "server": self.server})
                     # Anything sent while we were not listening is found by claiming now.
                     self.wake.set()
                     while not self.stopping.is_set():
@@ -515,7 +514,7 @@ class Worker:
     async def _shutdown(self) -> None:
         tasks = [r.task for r in self.running.values() if r.task is not None]
         if tasks:
-            done, pending = await asyncio.wait(tasks, timeout=self.config.grace)
+            _, pending = await asyncio.wait(tasks, timeout=self.config.grace)
             for task in pending:
                 task.cancel()
             if pending:

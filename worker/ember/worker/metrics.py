@@ -18,7 +18,10 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.runs = Counter(
-            "ember_worker_runs", "Finished runs", ["pipeline", "path", "model", "status"], registry=r
+            "ember_worker_runs",
+            "Finished runs",
+            ["pipeline", "path", "model", "status"],
+            registry=r,
         )
         self.call_seconds = Histogram(
             "ember_worker_call_seconds",
@@ -39,7 +42,9 @@ class Metrics:
             "ember_worker_releases", "Runs given back on shutdown", ["pipeline"], registry=r
         )
 
-    def observe_call(self, pipeline: str, model: str, seconds: float, usage: dict[str, int]) -> None:
+    def observe_call(
+        self, pipeline: str, model: str, seconds: float, usage: dict[str, int]
+    ) -> None:
         self.call_seconds.labels(pipeline, model).observe(seconds)
         for key, kind in TOKEN_KINDS.items():
             if usage.get(key):

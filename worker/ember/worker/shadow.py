@@ -166,9 +166,7 @@ def build_hot_request(
                 marker_added = True
             break
 
-    tool_uses = [
-        b for b in answer_blocks if isinstance(b, dict) and b.get("type") in ("tool_use",)
-    ]
+    tool_uses = [b for b in answer_blocks if isinstance(b, dict) and b.get("type") in ("tool_use",)]
     question = shadow_question(rows)
     final: list[Any] = []
     for i, use in enumerate(tool_uses):
