@@ -148,3 +148,32 @@ def test_cold_proposals_and_tokens_are_summed_over_pages(fdb: str, fail_sim: Sim
     seen = [e.body["messages"][0]["content"] for e in entries]
     for i in range(5):
         assert sum(f"I prefer option {i}." in s for s in seen) == 1
+
+
+def test_a_category_threads_pages_reach_only_a_model_tagged_for_it(
+    fdb: str, fail_sim: SimServer
+) -> None:
+    untagged = "claude-haiku-4-5-20251001"  # the simulator resolves it to claude-haiku-4-5
+    with host_on(fdb) as host:
+        host.conn.execute("SELECT ember.define_category('health')")
+        # The light tier lists an untagged model first; only the second is tagged for health.
+        host.conn.execute(
+            "INSERT INTO ember.models (id, position, tier, min_cacheable_tokens,"
+            " thinking_retention, price_as_of, price_input, price_output, price_cache_write_5m,"
+            " price_cache_write_1h, price_cache_read)"
+            " VALUES (%s, 1, 'light', 4096, 'last-turn', '2026-11-30', 1, 5, 1.25, 2, 0.1)",
+            (untagged,),
+        )
+        host.conn.execute("UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5'")
+        host.create_thread("knee", "side", category="health")
+    offer_cold(fdb, "knee", "I prefer morning physio sessions.")
+    offer_cold(fdb, "t1", "I prefer trains to planes.")
+    fail_sim.reset(responder="heuristic")
+    first = _run_once(fdb, fail_sim)
+    second = _run_once(fdb, fail_sim)
+    assert {first["status"], second["status"]} == {"completed"}
+    by_model: dict[str, list[str]] = {}
+    for entry in fail_sim.requests:
+        by_model.setdefault(entry.body["model"], []).append(entry.body["messages"][0]["content"])
+    assert [("physio" in text) for text in by_model["claude-haiku-4-5"]] == [True]
+    assert [("physio" in text) for text in by_model[untagged]] == [False]
