@@ -1,4 +1,4 @@
-"""examples/host.py runs end to end: hot shadow turn with a cache read, a cancelled one, proposals."""
+"""examples/host.py end to end: a hot shadow turn read from cache, a cancelled one, proposals."""
 
 from __future__ import annotations
 
