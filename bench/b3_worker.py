@@ -1,0 +1,192 @@
+"""B3: worker overhead against `ember sim` with zero model latency.
+
+Runs per second and worker CPU per run at concurrency 1, 4 and 16 (cold runs of one row each, so
+the model side costs next to nothing), NOTIFY-to-request latency p50/p95 (an offer committed to
+the simulator receiving the call), and the worker's peak RSS.
+Targets on a 2-core machine: >= 100 runs/s at concurrency 16, p95 <= 50 ms, RSS <= 200 MB.
+
+    .venv/bin/python bench/b3_worker.py [--runs 400] [--samples 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime
+
+import psycopg
+from _worker_common import (
+    cpu_seconds,
+    drop_scratch,
+    machine,
+    peak_rss_mb,
+    percentile,
+    scratch_database,
+    start_worker,
+    stop_worker,
+    wait_count,
+    write_section,
+)
+
+from ember.sim import SimServer
+
+DB = "ember_bench_b3"
+
+
+def offer_many(url: str, threads: list[str]) -> None:
+    """One row and one offer per thread, all committed together (one NOTIFY)."""
+    with psycopg.connect(url) as conn:
+        for t in threads:
+            conn.execute(
+                "SELECT ember.append_message(%s, 'user', %s, 'human')", (t, f"I prefer {t}.")
+            )
+            conn.execute("SELECT ember.task_ended(%s)", (t,))
+
+
+def throughput(
+    url: str, sim: SimServer, concurrency: int, runs: int, round_no: int
+) -> dict[str, float]:
+    threads = [f"t{i}" for i in range(runs)]
+    if round_no == 0:
+        with psycopg.connect(url) as conn:
+            for t in threads:
+                conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+    proc = start_worker(
+        url, sim.base_url, "--concurrency", str(concurrency), "--poll-interval", "30"
+    )
+    try:
+        cpu0 = cpu_seconds(proc.pid)
+        t0 = time.monotonic()
+        offer_many(url, threads)
+        wait_count(
+            url,
+            "SELECT count(*) FROM ember.shadow_runs WHERE status = 'completed'",
+            runs * (round_no + 1),
+        )
+        elapsed = time.monotonic() - t0
+        cpu = cpu_seconds(proc.pid) - cpu0
+        rss = peak_rss_mb(proc.pid)
+    finally:
+        stop_worker(proc)
+    return {"runs_per_s": runs / elapsed, "cpu_ms_per_run": cpu / runs * 1000, "rss_mb": rss}
+
+
+def notify_latency(url: str, sim: SimServer, samples: int) -> list[float]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for i in range(samples):
+            conn.execute("SELECT ember.create_thread(%s, 'side')", (f"n{i}",))
+    proc = start_worker(url, sim.base_url, "--concurrency", "4", "--poll-interval", "30")
+    latencies: list[float] = []
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for i in range(samples):
+                sim.reset()
+                with conn.transaction():
+                    conn.execute(
+                        "SELECT ember.append_message(%s, 'user', 'I prefer tea.', 'human')",
+                        (f"n{i}",),
+                    )
+                    conn.execute("SELECT ember.task_ended(%s)", (f"n{i}",))
+                committed = time.time()
+                (entry,) = sim.wait_for_requests(1, timeout=10)
+                latencies.append((entry.received_at - committed) * 1000)
+                wait_count(
+                    url,
+                    "SELECT count(*) FROM ember.shadow_runs"
+                    f" WHERE thread_id = 'n{i}' AND status <> 'running'",
+                    1,
+                )
+        rss = peak_rss_mb(proc.pid)
+    finally:
+        stop_worker(proc)
+    latencies.append(-rss)  # carried out below
+    return latencies
+
+
+def claim_cost(url: str, ready: int) -> float:
+    """Median ms of one claim_shadow_run with `ready` threads offered (rolled back each time)."""
+    with psycopg.connect(url) as conn:
+        for i in range(ready):
+            conn.execute("SELECT ember.create_thread(%s, 'side')", (f"c{i}",))
+            conn.execute(
+                "SELECT ember.append_message(%s, 'user', 'I prefer tea.', 'human')", (f"c{i}",)
+            )
+            conn.execute("SELECT ember.task_ended(%s)", (f"c{i}",))
+        times = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            conn.execute("SELECT ember.claim_shadow_run('bench', '5 minutes')")
+            times.append((time.perf_counter() - t0) * 1000)
+        conn.rollback()
+    return percentile(times, 0.5)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=400, help="runs per concurrency level")
+    parser.add_argument("--samples", type=int, default=60, help="NOTIFY latency samples")
+    args = parser.parse_args()
+
+    url = scratch_database(DB)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SELECT ember.create_thread('main', 'main')")
+            conn.execute("SELECT ember.shadow_activate()")
+        claim_ms = claim_cost(url, args.runs)
+        print(f"B3 claim_shadow_run with {args.runs} threads ready: {claim_ms:.1f} ms (SQL alone)")
+        results: dict[int, dict[str, float]] = {}
+        with SimServer(responder="heuristic") as sim:
+            for round_no, c in enumerate((1, 4, 16)):
+                sim.reset()
+                results[c] = throughput(url, sim, c, args.runs, round_no)
+                print(
+                    f"B3 concurrency {c:2d}: {results[c]['runs_per_s']:.1f} runs/s, "
+                    f"{results[c]['cpu_ms_per_run']:.2f} ms worker CPU per run, "
+                    f"peak RSS {results[c]['rss_mb']:.0f} MB"
+                )
+            lat = notify_latency(url, sim, args.samples)
+        lat_rss = -lat.pop()
+        p50, p95 = percentile(lat, 0.5), percentile(lat, 0.95)
+        rss = max([r["rss_mb"] for r in results.values()] + [lat_rss])
+        print(
+            f"B3 NOTIFY-to-request latency: p50 {p50:.1f} ms, p95 {p95:.1f} ms ({len(lat)} samples)"
+        )
+        print(f"B3 worker peak RSS: {rss:.0f} MB")
+        c16 = results[16]["runs_per_s"]
+        verdict = lambda ok: "meets" if ok else "misses"  # noqa: E731
+        lines = [
+            "## B3: worker overhead (ember sim, zero model latency)",
+            "",
+            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}; "
+            f"{args.runs} cold runs of one row each per level, "
+            "the simulator in the benchmark's process.",
+            "",
+            "| concurrency | runs/s | worker CPU per run | peak RSS |",
+            "|---|---|---|---|",
+            *(
+                f"| {c} | {r['runs_per_s']:.1f} | {r['cpu_ms_per_run']:.2f} ms"
+                f" | {r['rss_mb']:.0f} MB |"
+                for c, r in results.items()
+            ),
+            "",
+            f"- NOTIFY to request: p50 {p50:.1f} ms, p95 {p95:.1f} ms over {len(lat)} offers "
+            f"(target p95 <= 50 ms: {verdict(p95 <= 50)})",
+            f"- concurrency 16: {c16:.1f} runs/s (target >= 100: {verdict(c16 >= 100)})",
+            f"- peak RSS {rss:.0f} MB (target <= 200 MB: {verdict(rss <= 200)})",
+            f"- one `claim_shadow_run` with {args.runs} threads ready takes "
+            f"{claim_ms:.1f} ms in SQL "
+            f"alone, a ceiling of {1000 / claim_ms:.0f} claims/s for one claimer; the worker's own "
+            "CPU per run is the column above",
+            "",
+        ]
+        path = write_section("b3", "\n".join(lines))
+        print(f"B3 written to {path}")
+    finally:
+        drop_scratch(DB)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
