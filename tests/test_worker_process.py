@@ -301,3 +301,18 @@ def test_configuration_errors_exit_2(
     assert says in proc.stderr
     assert "Traceback" not in proc.stderr
     assert API_KEY not in proc.stderr + proc.stdout
+
+
+def test_a_database_without_the_schema_is_a_clear_startup_error(
+    empty_db: str, wsim: SimServer
+) -> None:
+    w = WorkerProcess(empty_db, wsim.base_url)
+    try:
+        assert w.proc.wait(30) == 2
+        w._reader.join(5)
+        (line,) = w.wait_for("db_not_migrated")
+        assert "ember migrate" in line["msg"]
+        assert "Traceback" not in w.output
+    finally:
+        if w.proc.poll() is None:
+            w.kill()

@@ -247,7 +247,17 @@ class Worker:
         self._claim_conn = await self.connect_with_retry("claim")
         if self._claim_conn is None:
             return 0
-        tick_interval = self.config.tick_interval or await self._tick_interval()
+        try:
+            tick_interval = self.config.tick_interval or await self._tick_interval()
+        except psycopg.Error as exc:
+            log.error(
+                "database at %s is not ready for the worker (%s); run `ember migrate` first",
+                self.server,
+                exc.diag.message_primary or type(exc).__name__,
+                extra={"event": "db_not_migrated", "server": self.server},
+            )
+            await self._claim_conn.close()
+            return 2
         if self.config.metrics_port is not None:
             port = self.metrics.serve(self.config.metrics_port, self.config.metrics_host)
             log.info("metrics on port %d", port, extra={"event": "metrics", "port": port})
@@ -320,9 +330,12 @@ class Worker:
                         # The next claim starts at the next pipeline: neither can starve the other.
                         self._rotation = (self._rotation + i + 1) % n
                         break
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:
+                # A lost connection is reopened on the next attempt; any other error (a refused
+                # claim) is logged and retried at the next wake-up or poll, never a crash.
                 log.warning("claim failed: %s", exc, extra={"event": "claim_failed"})
-                await conn.close()
+                if isinstance(exc, psycopg.OperationalError) or conn.broken:
+                    await conn.close()
                 return
             if job is None or pipeline is None:
                 return
@@ -460,7 +473,7 @@ class Worker:
                             elif note.channel == "ember_cancel":
                                 self._spawn(self._on_cancel_hint(note.payload))
                         await conn.execute(queries.KEEPALIVE)
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:
                 delay = backoff.next()
                 log.warning(
                     "listen connection lost (%s); reconnecting in %.1fs",
@@ -499,11 +512,11 @@ class Worker:
                     result = row[0] if row else {}
                     if result and (result.get("runs_abandoned") or result.get("ready")):
                         log.info("tick", extra={"event": "tick", **result})
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:
                 log.warning("tick failed: %s", exc, extra={"event": "tick_failed"})
-                if conn is not None:
+                if conn is not None and (isinstance(exc, psycopg.OperationalError) or conn.broken):
                     await conn.close()
-                conn = None
+                    conn = None
             with suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), interval)
         if conn is not None:

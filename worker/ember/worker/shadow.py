@@ -337,7 +337,20 @@ class ShadowPipeline:
             outcome = _outcome("failed", str(exc), usage, started, [])
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
             outcome = _outcome("failed", describe_error(exc), usage, started, [])
-        await self._submit(job, ctx, outcome, path, model)
+        # The call is over: the submit is one short statement, and it runs to the end even if a
+        # cancel or the shutdown arrives meanwhile (SQL turns a cancelled run's outcome into
+        # 'cancelled' by itself); abandoning it halfway would leave the run to lapse instead.
+        submit = asyncio.ensure_future(self._submit(job, ctx, outcome, path, model))
+        while True:
+            try:
+                await asyncio.shield(submit)
+                return
+            except asyncio.CancelledError:
+                if submit.done():
+                    raise
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
 
     async def _call(
         self, ctx: Context, model: str, body: bytes, usage: dict[str, int]
