@@ -316,3 +316,36 @@ def test_a_database_without_the_schema_is_a_clear_startup_error(
     finally:
         if w.proc.poll() is None:
             w.kill()
+
+
+def test_one_worker_ticks_for_the_fleet_and_another_takes_over_when_it_dies(
+    db: str, wsim: SimServer, workers: list[WorkerProcess]
+) -> None:
+    prepare(db, [])
+    a = _start(workers, db, wsim, "--tick-interval", "0.2", name="a")
+    a.wait_for("ticker")
+    b = _start(workers, db, wsim, "--tick-interval", "0.2", name="b")
+    with psycopg.connect(db, autocommit=True) as conn:
+        holders = conn.execute(
+            "SELECT a.application_name FROM pg_locks AS l JOIN pg_stat_activity AS a USING (pid)"
+            " WHERE l.locktype = 'advisory' AND l.granted"
+            " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " AND l.objid::int = hashtext('ember.worker.ticker')"
+        ).fetchall()
+    assert holders == [("ember-worker:a:tick",)]
+    a.kill()  # the session lock goes with its connection
+    b.wait_for("ticker", timeout=10)
+    assert b.stop() == 0
+
+
+def test_a_call_longer_than_the_lease_keeps_its_run(
+    db: str, wsim: SimServer, workers: list[WorkerProcess]
+) -> None:
+    wsim.reset(responder="latency:2.5")
+    prepare(db, ["t1"])
+    w = _start(workers, db, wsim, "--lease", "0.9", "--tick-interval", "0.2")
+    offer_cold(db, "t1", "I prefer tea.")
+    (done,) = w.wait_for("run_finished", timeout=20)
+    assert done["status"] == "completed"
+    assert [r["status"] for r in runs(db)] == ["completed"]
+    assert w.stop() == 0

@@ -505,6 +505,8 @@ class Worker:
                     cur = await conn.execute(queries.TICKER_TRY_LOCK)
                     row = await cur.fetchone()
                     holder = bool(row and row[0])
+                    if holder:
+                        log.info("this worker ticks for the fleet", extra={"event": "ticker"})
                 if holder:
                     cur = await conn.execute(queries.TICK)
                     row = await cur.fetchone()
