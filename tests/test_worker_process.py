@@ -343,8 +343,9 @@ def test_a_call_longer_than_the_lease_keeps_its_run(
 ) -> None:
     wsim.reset(responder="latency:2.5")
     prepare(db, ["t1"])
-    w = _start(workers, db, wsim, "--lease", "0.9", "--tick-interval", "0.2")
+    # Offered before the worker starts: its frequent ticks then race no host write.
     offer_cold(db, "t1", "I prefer tea.")
+    w = _start(workers, db, wsim, "--lease", "0.9", "--tick-interval", "0.2")
     (done,) = w.wait_for("run_finished", timeout=20)
     assert done["status"] == "completed"
     assert [r["status"] for r in runs(db)] == ["completed"]

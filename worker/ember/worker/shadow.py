@@ -51,6 +51,7 @@ PLACEHOLDER = (
 )
 MAX_MARKERS = 4
 COLD_MAX_TOKENS = 4096
+SUBMIT_ATTEMPTS = 3
 # Markers may not sit on these blocks (a 400 from the API).
 _UNMARKABLE = ("thinking", "redacted_thinking")
 
@@ -365,11 +366,19 @@ class ShadowPipeline:
     async def _submit(
         self, job: Job, ctx: Context, outcome: dict[str, Any], path: str, model: str
     ) -> None:
-        async with ctx.connection() as conn:
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
             try:
-                cur = await conn.execute(
-                    queries.SUBMIT_SHADOW, (job.run_id, job.lease_token, Jsonb(outcome))
-                )
+                async with ctx.connection() as conn:
+                    cur = await conn.execute(
+                        queries.SUBMIT_SHADOW, (job.run_id, job.lease_token, Jsonb(outcome))
+                    )
+                    row = await cur.fetchone()
+                break
+            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+                # The submit is one transaction and writes nothing when it is the victim; trying
+                # again is safe, and better than letting a finished call's run lapse.
+                if attempt == SUBMIT_ATTEMPTS:
+                    raise
             except psycopg.Error as exc:
                 if exc.sqlstate in ("EM041", "EM042", "EM043"):
                     # No longer ours (lease lapsed, or abandoned and re-offered): dropping the
@@ -378,7 +387,6 @@ class ShadowPipeline:
                     ctx.observe_run(pipeline=self.name, path=path, model=model, status="lost")
                     return
                 raise
-            row = await cur.fetchone()
         result = row[0] if row else {}
         status = str(result.get("status", outcome["status"]))
         ctx.observe_run(pipeline=self.name, path=path, model=model, status=status)
