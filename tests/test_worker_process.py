@@ -350,3 +350,31 @@ def test_a_call_longer_than_the_lease_keeps_its_run(
     assert done["status"] == "completed"
     assert [r["status"] for r in runs(db)] == ["completed"]
     assert w.stop() == 0
+
+
+def test_losing_every_database_connection_mid_call_loses_and_duplicates_nothing(
+    db: str, wsim: SimServer, workers: list[WorkerProcess]
+) -> None:
+    gate = threading.Event()
+
+    def held(_: Any) -> Reply:
+        gate.wait(20)
+        return Reply.tool_use(SHADOW_TOOL_NAME, {"facts": []})
+
+    wsim.reset(responder=Scripted([held]))
+    prepare(db, ["t1"])
+    w = _start(workers, db, wsim, "--lease", "3")
+    offer_cold(db, "t1", "The deploy succeeded.", human=False)
+    wsim.wait_for_requests(1, timeout=10)
+    with psycopg.connect(db, autocommit=True) as conn:
+        cut = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name LIKE 'ember-worker:w1:%%'"
+        ).fetchone()
+    assert cut and cut[0] >= 3  # claim, listen, tick (and any pooled connection)
+    w.wait_for("listening", count=2)
+    gate.set()
+    (done,) = w.wait_for("run_finished", timeout=20)
+    assert done["status"] == "completed"
+    assert [r["status"] for r in runs(db)] == ["completed"]
+    assert w.stop() == 0

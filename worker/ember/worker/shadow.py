@@ -374,9 +374,14 @@ class ShadowPipeline:
                     )
                     row = await cur.fetchone()
                 break
-            except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                # The submit is one transaction and writes nothing when it is the victim; trying
-                # again is safe, and better than letting a finished call's run lapse.
+            except (
+                psycopg.errors.DeadlockDetected,
+                psycopg.errors.SerializationFailure,
+                psycopg.OperationalError,
+            ):
+                # The submit is one transaction: a lock-cycle victim wrote nothing, and after a
+                # lost connection it either committed (a second try is refused, EM043, below) or
+                # wrote nothing. Trying again is safe, and better than letting the run lapse.
                 if attempt == SUBMIT_ATTEMPTS:
                     raise
             except psycopg.Error as exc:
