@@ -5,7 +5,7 @@ the model side costs next to nothing), NOTIFY-to-request latency p50/p95 (an off
 the simulator receiving the call), and the worker's peak RSS.
 Targets on a 2-core machine: >= 100 runs/s at concurrency 16, p95 <= 50 ms, RSS <= 200 MB.
 
-    .venv/bin/python bench/b3_worker.py [--runs 400] [--samples 60]
+    .venv/bin/python bench/b3_worker.py [--runs 200] [--samples 60]
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--runs", type=int, default=400, help="runs per concurrency level")
+    parser.add_argument("--runs", type=int, default=200, help="runs per concurrency level")
     parser.add_argument("--samples", type=int, default=60, help="NOTIFY latency samples")
     args = parser.parse_args()
 

@@ -75,9 +75,9 @@ def test_a_failed_later_page_keeps_the_usage_of_the_pages_before(
     fdb: str, fail_sim: SimServer
 ) -> None:
     with host_on(fdb) as host:
-        host.conn.execute("UPDATE ember.settings SET value = '60' WHERE key = 'cold_page_tokens'")
+        host.conn.execute("UPDATE ember.settings SET value = '160' WHERE key = 'cold_page_tokens'")
         for i in range(4):
-            host.append_message("t1", "user", f"I prefer option {i}. " + "x" * 150, author="human")
+            host.append_message("t1", "user", f"I prefer option {i}. " + "x" * 500, author="human")
         host.task_ended("t1")
     fail_sim.reset(
         responder=Scripted([Reply.tool_use(SHADOW_TOOL_NAME, {"facts": []}), Fault.server_error()])
@@ -131,9 +131,9 @@ def test_valid_and_invalid_proposals_are_stored_together(fdb: str, fail_sim: Sim
 
 def test_cold_proposals_and_tokens_are_summed_over_pages(fdb: str, fail_sim: SimServer) -> None:
     with host_on(fdb) as host:
-        host.conn.execute("UPDATE ember.settings SET value = '60' WHERE key = 'cold_page_tokens'")
+        host.conn.execute("UPDATE ember.settings SET value = '160' WHERE key = 'cold_page_tokens'")
         for i in range(5):
-            host.append_message("t1", "user", f"I prefer option {i}. " + "x" * 150, author="human")
+            host.append_message("t1", "user", f"I prefer option {i}. " + "x" * 500, author="human")
         host.task_ended("t1")
     fail_sim.reset(responder="heuristic")
     run = _run_once(fdb, fail_sim)

@@ -245,7 +245,7 @@ def test_metrics_endpoint_counts_runs_tokens_and_claims(
     prepare(db, ["t1"])
     w = WorkerProcess(db, wsim.base_url, "--metrics-port", "0")
     workers.append(w)
-    (m,) = w.wait_for("metrics")
+    (m,) = w.wait_for("metrics", timeout=90)
     w.ready()
     offer_cold(db, "t1", "I prefer tea.")
     w.wait_for("run_finished")
@@ -264,7 +264,7 @@ def test_metrics_endpoint_counts_runs_tokens_and_claims(
 def test_an_unreachable_database_is_one_line_and_retried(wsim: SimServer) -> None:
     w = WorkerProcess("postgresql://ember@127.0.0.1:1/nowhere", wsim.base_url)
     try:
-        lines = w.wait_for("db_unreachable", count=2)
+        lines = w.wait_for("db_unreachable", count=2, timeout=90)
         assert all("127.0.0.1:1" in e["msg"] for e in lines)
         assert "Traceback" not in w.output
         assert w.stop(10) == 0

@@ -169,7 +169,7 @@ class WorkerProcess:
         predicate: Callable[[dict[str, Any]], bool] | None = None,
         *,
         count: int = 1,
-        timeout: float = 15.0,
+        timeout: float = 30.0,
     ) -> list[dict[str, Any]]:
         """The first `count` log entries with this event (and predicate); fails on timeout."""
 
@@ -194,7 +194,8 @@ class WorkerProcess:
         return hits[:count]
 
     def ready(self) -> WorkerProcess:
-        self.wait_for("ready")
+        # Generous: on a loaded machine importing the SDK alone can take seconds.
+        self.wait_for("ready", timeout=90)
         return self
 
     def signal(self, sig: signal.Signals) -> None:
