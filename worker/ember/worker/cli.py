@@ -71,6 +71,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="model calls in flight at once (default 4)",
     )
     p.add_argument(
+        "--claimers",
+        type=int,
+        default=int(_env("CLAIMERS", "2")),
+        help="claims made side by side once work is found (default 2)",
+    )
+    p.add_argument(
         "--lease",
         type=_positive_float,
         default=float(_env("LEASE", "300")),
@@ -139,6 +145,7 @@ def run_worker(args: argparse.Namespace) -> int:
             name=args.name,
             pipelines=pipelines,
             concurrency=args.concurrency,
+            claimers=args.claimers,
             lease=timedelta(seconds=args.lease),
             poll_interval=args.poll_interval,
             tick_interval=args.tick_interval,

@@ -64,6 +64,7 @@ class WorkerConfig:
     poll_interval: float = 10.0
     tick_interval: float | None = None  # None: the tick_interval setting in SQL
     grace: float = 30.0
+    claimers: int = 2
     listen_timeout: float = 30.0
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
@@ -77,6 +78,8 @@ class WorkerConfig:
             raise ConfigError("--poll-interval must be positive")
         if self.tick_interval is not None and self.tick_interval <= 0:
             raise ConfigError("--tick-interval must be positive")
+        if self.claimers < 1:
+            raise ConfigError(f"--claimers must be at least 1, got {self.claimers}")
         if self.grace < 0:
             raise ConfigError("--grace must not be negative")
         known = available_pipelines()
@@ -200,7 +203,7 @@ class Worker:
         self.stopping = asyncio.Event()
         self.running: dict[tuple[str, int], _Running] = {}
         self._claim_conns: dict[int, psycopg.AsyncConnection[Any]] = {}
-        self._claimers = min(2, config.concurrency)
+        self._claimers = min(config.claimers, config.concurrency)
         self._reserved = 0  # slots held by claims in progress
         self._rotation = 0
         self._background: set[asyncio.Task[Any]] = set()
