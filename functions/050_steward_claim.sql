@@ -1,0 +1,269 @@
+-- claim_steward_run(): one wake of the memory steward (seed 001 sections 1, 3 and 5). A worker
+-- takes the next slice of the backlog and gets everything the model call needs in one jsonb
+-- plan; the run row holds an expiring lease instead of a transaction held open across the model
+-- calls, and steward_step() is the only way back in (functions/051_steward_step.sql).
+--
+-- One run at a time: the steward thread's row is locked FOR UPDATE SKIP LOCKED, so a second
+-- claimer returns at once instead of queueing, and the unique index on running runs is the last
+-- guard. A lapsed lease is abandoned by the next claim (nothing it read was marked digested, so
+-- the rows are simply offered again).
+
+-- The steward's model: its pin (copied once from main by ensure_steward_thread), else the first
+-- light model for unlabelled content. Unpinned, the steward sees only unlabelled rows (the
+-- backlog view reads its tags as empty), so the routed model is never a downgrade.
+CREATE OR REPLACE FUNCTION ember.steward_model()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT t.model FROM ember.threads AS t WHERE ember.is_steward_thread(t.id)),
+        ember.route_model('light', '{}')
+    )
+$$;
+
+-- The backlog by generation, oldest first, with whether each may be read now and why not.
+--   ready      the generation has ended, or its thread has been idle for idle_before_digest
+--   labelled   the whole generation's labels (ember.generation_labels) are covered by the
+--              steward model's tags; checked per generation, not per row, because reading part
+--              of a generation reports the whole generation as read (report_read_generations)
+-- The backlog view already leaves out isolated threads, the steward's own record, main's rows
+-- from before the steward existed, and rows whose own labels the model is not tagged for.
+CREATE OR REPLACE FUNCTION ember.steward_backlog_generations(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS TABLE (
+    generation_id uuid,
+    thread_id text,
+    first_seq bigint,
+    row_count integer,
+    labels text[],
+    ready boolean,
+    covered boolean
+)
+LANGUAGE sql STABLE
+AS $$
+    WITH b AS (
+        SELECT bl.generation_id, bl.thread_id, min(bl.seq) AS first_seq, count(*)::integer AS row_count
+        FROM ember.backlog AS bl
+        GROUP BY bl.generation_id, bl.thread_id
+    )
+    SELECT
+        b.generation_id,
+        b.thread_id,
+        b.first_seq,
+        b.row_count,
+        ember.generation_labels(b.generation_id),
+        g.ended_at IS NOT NULL
+        OR (
+            SELECT m.created_at FROM ember.messages AS m
+            WHERE m.thread_id = b.thread_id ORDER BY m.seq DESC LIMIT 1
+        ) <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest'),
+        ember.generation_labels(b.generation_id) <@ coalesce(
+            (SELECT md.tags FROM ember.models AS md WHERE md.id = ember.steward_model()), '{}'
+        )
+    FROM b
+    INNER JOIN ember.generations AS g ON g.id = b.generation_id
+    ORDER BY b.first_seq
+$$;
+
+-- Pages for the steward: each generation's rows through the one pager (ember.render_pages),
+-- each page headed by the thread and generation it comes from, so the model can tell threads
+-- apart and cite a whole generation as observed-outcome evidence.
+CREATE OR REPLACE FUNCTION ember.steward_pages(p_message_ids bigint [])
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    g record;
+    p jsonb;
+    v_pages jsonb := '[]';
+BEGIN
+    FOR g IN
+        SELECT m.generation_id, m.thread_id, min(m.seq) AS first_seq, array_agg(m.id) AS ids
+        FROM ember.messages AS m WHERE m.id = ANY(p_message_ids)
+        GROUP BY m.generation_id, m.thread_id
+        ORDER BY min(m.seq)
+    LOOP
+        FOR p IN SELECT x.value FROM jsonb_array_elements(ember.render_pages(g.ids)) AS x LOOP
+            v_pages := v_pages || to_jsonb(
+                format('thread "%s" (%s), generation %s:', g.thread_id,
+                       coalesce((SELECT t.category FROM ember.threads AS t WHERE t.id = g.thread_id),
+                                'no category'),
+                       g.generation_id)
+                || E'\n' || (SELECT string_agg(r, E'\n' ORDER BY o)
+                             FROM jsonb_array_elements_text(p) WITH ORDINALITY AS e (r, o))
+            );
+        END LOOP;
+    END LOOP;
+    RETURN v_pages;
+END;
+$$;
+
+-- Abandon the steward's running run if its lease lapsed. Returns the run abandoned, if any.
+CREATE OR REPLACE FUNCTION ember.steward_abandon_expired(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS bigint
+LANGUAGE sql
+AS $$
+    UPDATE ember.steward_runs
+    SET status = 'abandoned', error = 'lease expired',
+        finished_at = greatest(lease_expires_at, started_at)
+    WHERE status = 'running' AND lease_expires_at <= ember.require_now(p_now)
+    RETURNING id
+$$;
+
+CREATE OR REPLACE FUNCTION ember.claim_steward_run(
+    p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_model text;
+    md ember.models;
+    v_gens uuid [] := '{}';
+    v_read_gens uuid [] := '{}';
+    v_ids bigint [] := '{}';
+    v_budget integer := ember.setting_int('steward_wake_tokens');
+    v_tokens integer := 0;
+    v_row_tokens integer;
+    v_generation uuid;
+    v_labels text [];
+    v_pages jsonb;
+    v_blocks jsonb;
+    v_intro text;
+    v_message bigint;
+    v_run ember.steward_runs;
+    m ember.messages;
+BEGIN
+    PERFORM ember.require_now(p_now);
+    IF p_worker IS NULL OR btrim(p_worker) = '' THEN
+        RAISE EXCEPTION 'a steward claim needs a worker name' USING ERRCODE = 'EM060';
+    END IF;
+    IF p_lease IS NULL OR p_lease <= interval '0' THEN
+        RAISE EXCEPTION 'a steward claim needs a positive lease, got %', coalesce(p_lease::text, 'none')
+            USING ERRCODE = 'EM060';
+    END IF;
+
+    -- No steward thread, no steward (ensure_steward_thread runs at system start).
+    PERFORM 1 FROM ember.threads AS t WHERE ember.is_steward_thread(t.id) FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    PERFORM ember.steward_abandon_expired(p_now);
+    IF EXISTS (SELECT 1 FROM ember.steward_runs WHERE status = 'running') THEN
+        RETURN NULL;
+    END IF;
+
+    v_model := ember.steward_model();
+    SELECT * INTO md FROM ember.models WHERE id = v_model;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+
+    v_gens := ARRAY(
+        SELECT s.generation_id FROM ember.steward_backlog_generations(p_now) AS s
+        WHERE s.ready AND s.covered
+        ORDER BY s.first_seq
+        LIMIT ember.setting_int('steward_wake_generations')
+    );
+    IF cardinality(v_gens) = 0 THEN
+        RETURN NULL;
+    END IF;
+
+    -- Whole generations in order while the token budget lasts; the generation that crosses it is
+    -- read up to the budget (at least one row, so one huge row never blocks the backlog) and its
+    -- rest waits for the next wake.
+    FOR m IN
+        SELECT msg.*
+        FROM ember.backlog AS b
+        INNER JOIN ember.messages AS msg ON msg.id = b.id
+        INNER JOIN unnest(v_gens) WITH ORDINALITY AS g (id, ord) ON g.id = b.generation_id
+        ORDER BY g.ord, b.seq
+    LOOP
+        v_row_tokens := ember.estimate_tokens(ember.render_row(m)) + 1;
+        EXIT WHEN cardinality(v_ids) > 0 AND v_tokens + v_row_tokens > v_budget;
+        v_ids := v_ids || m.id;
+        v_tokens := v_tokens + v_row_tokens;
+        IF NOT m.generation_id = ANY(v_read_gens) THEN
+            v_read_gens := v_read_gens || m.generation_id;
+        END IF;
+    END LOOP;
+
+    -- A fresh steward generation per wake: its rows and facts carry what this wake read, not
+    -- the union of every wake before it (labels only grow within a generation).
+    v_generation := ember.start_generation('memory-steward', p_now);
+    v_labels := ember.report_read_generations(v_generation, v_read_gens);
+    IF NOT v_labels <@ md.tags THEN
+        RAISE EXCEPTION 'steward claim: the read carries %, and model "%" is not tagged for all of them',
+            v_labels, v_model
+            USING ERRCODE = 'EM022';
+    END IF;
+
+    v_pages := ember.steward_pages(v_ids);
+    v_intro := format('Backlog to digest: %s rows in %s pages. Cite rows by the number after "m:".',
+                      cardinality(v_ids), jsonb_array_length(v_pages));
+    v_blocks := jsonb_build_array(jsonb_build_object('type', 'text', 'text', v_intro))
+        || (SELECT jsonb_agg(jsonb_build_object('type', 'text', 'text', x.value) ORDER BY x.o)
+            FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o));
+    -- The steward's record holds what it was given, exactly as the worker sends it.
+    v_message := ember.append_message(
+        'memory-steward', 'user',
+        v_intro || E'\n\n' || (SELECT string_agg(x.value, E'\n\n' ORDER BY x.o)
+                               FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o)),
+        'system', v_blocks::json, p_now => p_now
+    );
+
+    INSERT INTO ember.steward_runs (
+        generation_id, model, read_message_ids, read_generations, read_tokens,
+        price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h,
+        price_cache_read, started_at, worker, lease_token, lease_expires_at
+    ) VALUES (
+        v_generation, v_model, v_ids, v_read_gens, v_tokens,
+        md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m,
+        md.price_cache_write_1h, md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease
+    )
+    RETURNING * INTO v_run;
+
+    RETURN jsonb_build_object(
+        'run_id', v_run.id,
+        'lease_token', v_run.lease_token,
+        'lease_expires_at', v_run.lease_expires_at,
+        'thread_id', 'memory-steward',
+        'generation_id', v_generation,
+        'episode_id', v_run.episode_id,
+        'model', v_model,
+        'labels', to_jsonb(v_labels),
+        'generations', to_jsonb(v_read_gens),
+        'row_count', cardinality(v_ids),
+        'first_message_id', v_ids[1],
+        'last_message_id', (SELECT m2.id FROM ember.messages AS m2 WHERE m2.id = ANY(v_ids)
+                            ORDER BY m2.seq DESC LIMIT 1),
+        'read_tokens', v_tokens,
+        'pages', v_pages,
+        'content', v_blocks,
+        'message_id', v_message,
+        'max_rounds', ember.setting_int('steward_max_rounds')
+    );
+END;
+$$;
+
+-- Push the lease of a running run forward (a long run between rounds). Refused like a step:
+-- unknown run EM061, wrong token EM062, lapsed lease EM063, run not running EM064.
+CREATE OR REPLACE FUNCTION ember.extend_steward_lease(
+    p_run bigint, p_lease_token uuid, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r ember.steward_runs;
+BEGIN
+    IF p_lease IS NULL OR p_lease <= interval '0' THEN
+        RAISE EXCEPTION 'a steward lease must be positive, got %', coalesce(p_lease::text, 'none')
+            USING ERRCODE = 'EM060';
+    END IF;
+    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    UPDATE ember.steward_runs SET lease_expires_at = ember.require_now(p_now) + p_lease
+    WHERE id = p_run
+    RETURNING lease_expires_at INTO r.lease_expires_at;
+    RETURN r.lease_expires_at;
+END;
+$$;

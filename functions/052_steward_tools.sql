@@ -1,0 +1,388 @@
+-- The steward's tools, applied in SQL (the input schemas come from the pydantic models in
+-- worker/ember/tools.py, which validate the same shapes before a call is sent back; this file
+-- validates again because the database must not trust the worker). Each tool either writes and
+-- answers with what it did, or raises EM066 with the reason, which steward_apply_tool turns into
+-- an is_error tool_result: the model reads why and can correct itself, and the call's writes are
+-- rolled back with its subtransaction while the run goes on.
+
+CREATE OR REPLACE FUNCTION ember.steward_tool_error(p_reason text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RAISE EXCEPTION '%', p_reason USING ERRCODE = 'EM066';
+END;
+$$;
+
+-- The input's keys must be exactly the allowed ones, the required ones present (the pydantic
+-- models forbid extra keys too: an invented field is more likely a mistake than a hint).
+CREATE OR REPLACE FUNCTION ember.steward_check_keys(p_input jsonb, p_required text [], p_optional text [] DEFAULT '{}')
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_bad text;
+BEGIN
+    IF p_input IS NULL OR jsonb_typeof(p_input) <> 'object' THEN
+        PERFORM ember.steward_tool_error(format('the input must be an object, got %s',
+                                                coalesce(jsonb_typeof(p_input), 'nothing')));
+    END IF;
+    SELECT string_agg(k, ', ' ORDER BY k) INTO v_bad FROM jsonb_object_keys(p_input) AS k
+    WHERE NOT k = ANY(p_required || p_optional);
+    IF v_bad IS NOT NULL THEN
+        PERFORM ember.steward_tool_error(format('unknown argument(s): %s', v_bad));
+    END IF;
+    SELECT string_agg(k, ', ' ORDER BY k) INTO v_bad FROM unnest(p_required) AS k WHERE NOT p_input ? k;
+    IF v_bad IS NOT NULL THEN
+        PERFORM ember.steward_tool_error(format('missing argument(s): %s', v_bad));
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_text_arg(p_input jsonb, p_key text)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF jsonb_typeof(p_input -> p_key) IS DISTINCT FROM 'string' OR btrim(p_input ->> p_key) = '' THEN
+        PERFORM ember.steward_tool_error(format('%s must be a non-empty string', p_key));
+    END IF;
+    RETURN btrim(p_input ->> p_key);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_id_arg(p_value jsonb, p_name text)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF NOT ember.jsonb_is_count(p_value) OR (p_value #>> '{}')::numeric = 0 THEN
+        PERFORM ember.steward_tool_error(format('%s must be a positive integer, got %s', p_name,
+                                                coalesce(p_value::text, 'nothing')));
+    END IF;
+    RETURN (p_value #>> '{}')::bigint;
+END;
+$$;
+
+-- The steward's evidence rule, or NULL when it holds: the shared kind rules of check_evidence in
+-- steward mode (any thread but an isolated one), no pointer twice, and every pointer naming
+-- something this run saw: a row it read, a row of its own record in this wake (a tool result it
+-- got), or a generation it read. A model cannot have seen anything else, so a pointer elsewhere is
+-- invented even when the row happens to exist.
+CREATE OR REPLACE FUNCTION ember.steward_evidence_error(p_run bigint, p_kind text, p_evidence jsonb)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    r ember.steward_runs;
+    v_reason text;
+    t record;
+BEGIN
+    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    v_reason := ember.check_evidence(NULL, p_kind, p_evidence, false);
+    IF v_reason IS NOT NULL THEN
+        RETURN v_reason;
+    END IF;
+    FOR t IN
+        SELECT x.ordinality AS ordinal, x.value,
+            count(*) OVER (PARTITION BY x.value ORDER BY x.ordinality) AS seen
+        FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x (value, ordinality)
+        ORDER BY x.ordinality
+    LOOP
+        IF t.seen > 1 THEN
+            RETURN format('pointer %s repeats an earlier pointer', t.ordinal);
+        END IF;
+    END LOOP;
+    FOR t IN SELECT * FROM ember.evidence_targets(p_evidence) LOOP
+        IF t.message_id IS NOT NULL
+           AND NOT t.message_id = ANY(r.read_message_ids)
+           AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
+                           WHERE m.id = t.message_id AND m.generation_id = r.generation_id) THEN
+            RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
+                   || ': not a row this run read';
+        END IF;
+        IF t.generation_id IS NOT NULL AND NOT t.generation_id = ANY(r.read_generations) THEN
+            RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
+                   || ': not a generation this run read';
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+-- Why a fact is hidden from a viewer, or NULL when the viewer may read it: a fact derived from an
+-- isolated thread (sealed after the fact was written) is hidden from everyone; a fact whose
+-- labels the viewer's model is not tagged for is hidden from that viewer (the person sees all).
+CREATE OR REPLACE FUNCTION ember.fact_hidden_reason(p_viewer text, f ember.facts)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN EXISTS (SELECT 1 FROM unnest(f.source_threads) AS s WHERE ember.is_isolated(s))
+            THEN 'derived from an isolated thread'
+        WHEN p_viewer <> 'human' AND NOT f.categories <@ ember.viewer_tags(p_viewer)
+            THEN 'labelled beyond the viewer''s model'
+    END
+$$;
+
+-- The facts named by p_ids that the steward may change: active and visible to it. The reason
+-- never says more about a hidden fact than that it is not one the steward can use.
+CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_ids bigint [])
+RETURNS SETOF ember.facts
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_id bigint;
+    f ember.facts;
+BEGIN
+    FOREACH v_id IN ARRAY p_ids LOOP
+        SELECT * INTO f FROM ember.facts WHERE id = v_id FOR UPDATE;
+        IF NOT FOUND OR ember.fact_hidden_reason('memory-steward', f) IS NOT NULL THEN
+            PERFORM ember.steward_tool_error(format('fact %s does not exist', v_id));
+        END IF;
+        IF f.status <> 'active' THEN
+            PERFORM ember.steward_tool_error(format('fact %s is %s, not active%s', v_id, f.status,
+                CASE WHEN f.status = 'merged' THEN format(' (merged into fact %s)', f.merged_into) ELSE '' END));
+        END IF;
+        RETURN NEXT f;
+    END LOOP;
+END;
+$$;
+
+-- Insert one fact with its evidence; labels are the run's generation's (what it read), plus any
+-- given (the labels of facts merged into it): a merge never drops a label.
+CREATE OR REPLACE FUNCTION ember.steward_insert_fact(
+    p_run bigint, p_text text, p_kind text, p_evidence jsonb, p_embedding jsonb,
+    p_more_labels text [], p_more_sources text [], p_now timestamptz
+)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r ember.steward_runs;
+    v_reason text;
+    v_id bigint;
+BEGIN
+    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    v_reason := ember.steward_evidence_error(p_run, p_kind, p_evidence);
+    IF v_reason IS NOT NULL THEN
+        PERFORM ember.steward_tool_error('evidence refused: ' || v_reason);
+    END IF;
+    INSERT INTO ember.facts (
+        text, evidence_kind, categories, run_id, source_threads, embedding, embedding_model,
+        created_at, updated_at
+    ) VALUES (
+        p_text, p_kind,
+        ember.label_set(ember.generation_labels(r.generation_id) || p_more_labels),
+        p_run,
+        ember.label_set(p_more_sources || ARRAY(
+            SELECT DISTINCT l FROM ember.evidence_targets(p_evidence) AS t, unnest(t.lineage) AS l
+        )),
+        CASE WHEN p_embedding IS NOT NULL THEN (p_embedding::text)::vector END,
+        CASE WHEN p_embedding IS NOT NULL THEN ember.embedding_model() END,
+        p_now, p_now
+    )
+    RETURNING id INTO v_id;
+    INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id, generation_id)
+    SELECT v_id, x.ordinality, (x.value ->> 'message_id')::bigint, (x.value ->> 'generation_id')::uuid
+    FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x (value, ordinality);
+    RETURN v_id;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_kind_arg(p_input jsonb)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF jsonb_typeof(p_input -> 'evidence_kind') IS DISTINCT FROM 'string' THEN
+        PERFORM ember.steward_tool_error('evidence_kind must be one of user-stated, user-accepted, '
+                                         'tool-verified, observed-outcome');
+    END IF;
+    RETURN p_input ->> 'evidence_kind';
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_write_fact(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    PERFORM ember.steward_check_keys(p_input, ARRAY['text', 'evidence_kind', 'evidence']);
+    v_id := ember.steward_insert_fact(
+        p_run, ember.steward_text_arg(p_input, 'text'), ember.steward_kind_arg(p_input),
+        p_input -> 'evidence', p_embedding, '{}', '{}', p_now
+    );
+    RETURN format('fact %s written', v_id);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_merge_facts(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_ids bigint [];
+    v_labels text [];
+    v_sources text [];
+    v_id bigint;
+BEGIN
+    PERFORM ember.steward_check_keys(p_input, ARRAY['fact_ids', 'text', 'evidence_kind', 'evidence']);
+    IF jsonb_typeof(p_input -> 'fact_ids') IS DISTINCT FROM 'array' THEN
+        PERFORM ember.steward_tool_error('fact_ids must be an array of fact ids');
+    END IF;
+    v_ids := ARRAY(
+        SELECT ember.steward_id_arg(x.value, 'every fact id')
+        FROM jsonb_array_elements(p_input -> 'fact_ids') AS x
+    );
+    IF cardinality(v_ids) < 2 OR (SELECT count(DISTINCT i) FROM unnest(v_ids) AS i) <> cardinality(v_ids) THEN
+        PERFORM ember.steward_tool_error('fact_ids must name at least two different facts');
+    END IF;
+    SELECT ember.label_set(array_agg(c)), ember.label_set(array_agg(s))
+    INTO v_labels, v_sources
+    FROM ember.steward_active_facts(v_ids) AS f
+    LEFT JOIN LATERAL unnest(f.categories) AS c ON TRUE
+    LEFT JOIN LATERAL unnest(f.source_threads) AS s ON TRUE;
+    v_id := ember.steward_insert_fact(
+        p_run, ember.steward_text_arg(p_input, 'text'), ember.steward_kind_arg(p_input),
+        p_input -> 'evidence', p_embedding, v_labels, v_sources, p_now
+    );
+    UPDATE ember.facts SET status = 'merged', merged_into = v_id, updated_at = p_now
+    WHERE id = ANY(v_ids);
+    RETURN format('facts %s merged into fact %s', array_to_string(v_ids, ', '), v_id);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.steward_retire_fact(p_input jsonb, p_now timestamptz)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_id bigint;
+    v_reason text;
+BEGIN
+    PERFORM ember.steward_check_keys(p_input, ARRAY['fact_id', 'reason']);
+    v_id := ember.steward_id_arg(p_input -> 'fact_id', 'fact_id');
+    v_reason := ember.steward_text_arg(p_input, 'reason');
+    PERFORM 1 FROM ember.steward_active_facts(ARRAY[v_id]);
+    UPDATE ember.facts SET status = 'retired', retired_reason = v_reason, updated_at = p_now
+    WHERE id = v_id;
+    RETURN format('fact %s retired', v_id);
+END;
+$$;
+
+-- search_memory as the steward's tool: the facts it may read, one line each. The generations
+-- behind each returned fact's evidence are reported as read, so the rows the steward writes
+-- after reading a fact carry that fact's labels too.
+CREATE OR REPLACE FUNCTION ember.steward_search_tool(p_run bigint, p_input jsonb, p_embedding jsonb)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r ember.steward_runs;
+    v_query text;
+    v_limit integer := ember.setting_int('steward_search_limit');
+    v_lines text;
+    v_ids bigint [];
+BEGIN
+    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    PERFORM ember.steward_check_keys(p_input, ARRAY['query'], ARRAY['limit']);
+    v_query := ember.steward_text_arg(p_input, 'query');
+    IF p_input ? 'limit' AND jsonb_typeof(p_input -> 'limit') <> 'null' THEN
+        v_limit := ember.steward_id_arg(p_input -> 'limit', 'limit');
+        IF v_limit > 50 THEN
+            PERFORM ember.steward_tool_error('limit must be at most 50');
+        END IF;
+    END IF;
+    SELECT array_agg(s.fact_id ORDER BY s.ord),
+        string_agg(format('fact %s [%s]: %s', s.fact_id, s.evidence_kind, s.text), E'\n' ORDER BY s.ord)
+    INTO v_ids, v_lines
+    FROM ember.search_memory(
+        'memory-steward', v_query,
+        CASE WHEN p_embedding IS NOT NULL THEN (p_embedding::text)::vector END, v_limit
+    ) WITH ORDINALITY AS s (fact_id, text, evidence_kind, categories, score, vector_rank, text_rank, created_at, ord);
+    IF v_ids IS NULL THEN
+        RETURN 'no facts found';
+    END IF;
+    PERFORM ember.report_read_generations(r.generation_id, ARRAY(
+        SELECT DISTINCT coalesce(e.generation_id, m.generation_id)
+        FROM ember.fact_evidence AS e
+        LEFT JOIN ember.messages AS m ON m.id = e.message_id
+        WHERE e.fact_id = ANY(v_ids)
+    ));
+    RETURN v_lines;
+END;
+$$;
+
+-- finish(through_message_id): marks the rows this run read, up to and including that row (in
+-- seq order), with the run's episode_id, and completes the run. The only writer of episode_id.
+CREATE OR REPLACE FUNCTION ember.steward_finish(p_run bigint, p_input jsonb, p_now timestamptz)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r ember.steward_runs;
+    v_through bigint;
+    v_seq bigint;
+    v_count integer;
+BEGIN
+    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    PERFORM ember.steward_check_keys(p_input, ARRAY['through_message_id']);
+    v_through := ember.steward_id_arg(p_input -> 'through_message_id', 'through_message_id');
+    IF NOT v_through = ANY(r.read_message_ids) THEN
+        PERFORM ember.steward_tool_error(format(
+            'message %s is not a row this run read; finish names the last row digested (m:%s .. m:%s)',
+            v_through, r.read_message_ids[1], r.read_message_ids[cardinality(r.read_message_ids)]));
+    END IF;
+    SELECT m.seq INTO v_seq FROM ember.messages AS m WHERE m.id = v_through;
+    UPDATE ember.messages SET episode_id = r.episode_id
+    WHERE id = ANY(r.read_message_ids) AND seq <= v_seq AND episode_id IS NULL;
+    GET DIAGNOSTICS v_count = ROW_COUNT;
+    UPDATE ember.steward_runs
+    SET status = 'completed', digested_rows = v_count, finished_at = greatest(p_now, started_at)
+    WHERE id = p_run;
+    RETURN format('digested %s rows through m:%s; the run is finished', v_count, v_through);
+END;
+$$;
+
+-- One tool call: (content, is_error). Validation failures (EM066) and bad values the casts catch
+-- become an is_error result with the reason; the call's writes roll back with the subtransaction.
+CREATE OR REPLACE FUNCTION ember.steward_apply_tool(
+    p_run bigint, p_name text, p_input jsonb, p_embedding jsonb, p_now timestamptz
+)
+RETURNS TABLE (content text, is_error boolean)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_status text;
+BEGIN
+    SELECT s.status INTO v_status FROM ember.steward_runs AS s WHERE s.id = p_run;
+    IF v_status <> 'running' THEN
+        RETURN QUERY SELECT format('the run is %s: no tool applies after finish', v_status), true;
+        RETURN;
+    END IF;
+    BEGIN
+        content := CASE p_name
+            WHEN 'write_fact' THEN ember.steward_write_fact(p_run, p_input, p_embedding, p_now)
+            WHEN 'merge_facts' THEN ember.steward_merge_facts(p_run, p_input, p_embedding, p_now)
+            WHEN 'retire_fact' THEN ember.steward_retire_fact(p_input, p_now)
+            WHEN 'search_memory' THEN ember.steward_search_tool(p_run, p_input, p_embedding)
+            WHEN 'finish' THEN ember.steward_finish(p_run, p_input, p_now)
+        END;
+        IF content IS NULL THEN
+            content := format('unknown tool "%s"; the tools are write_fact, merge_facts, retire_fact, '
+                              'search_memory and finish', p_name);
+            is_error := true;
+        ELSE
+            is_error := false;
+        END IF;
+    EXCEPTION
+        WHEN SQLSTATE 'EM066' THEN
+            content := SQLERRM;
+            is_error := true;
+    END;
+    RETURN NEXT;
+END;
+$$;
