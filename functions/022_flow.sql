@@ -132,7 +132,8 @@ BEGIN
     IF ember.is_steward_thread(p_from) OR ember.is_steward_thread(p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": the memory steward''s record is never copied, forked or quoted',
             p_from, p_to
-            USING ERRCODE = 'EM027', HINT = 'use search_memory for memories';
+            USING ERRCODE = 'EM027',
+                  HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
     END IF;
     IF ember.is_isolated(p_from) AND NOT ember.is_isolated(p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": rows of an isolated thread go only to an isolated thread',

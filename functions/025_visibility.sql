@@ -209,7 +209,8 @@ BEGIN
     v_automated := p_viewer <> 'human' AND p_viewer IS DISTINCT FROM p_thread;
     IF ember.is_steward_thread(p_thread) THEN
         RAISE EXCEPTION 'read_thread: %', ember.hidden_reason_unchecked(p_viewer, p_thread)
-            USING ERRCODE = 'EM027';
+            USING ERRCODE = 'EM027',
+                  HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
     END IF;
     IF NOT v_automated AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE ember.threads.id = p_thread) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
