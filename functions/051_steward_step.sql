@@ -109,6 +109,9 @@ $$;
 --                        embeds); a search without one matches text, a fact without one is
 --                        embedded by the worker afterwards
 --   p_latency_ms         how long the model call took, added to the run
+--   p_rejections         {tool_use id: reason} for calls the worker's tool models refused
+--                        (worker/ember/tools.py): answered is_error with that reason, never
+--                        applied. The worker can only refuse more than SQL would, never accept more.
 -- Refusals: EM061-EM064 (see steward_run_for_write), EM065 a malformed response or embedding
 -- map. Rounds past steward_max_rounds are refused with EM064 after the run is failed.
 CREATE OR REPLACE FUNCTION ember.steward_step(
@@ -117,7 +120,8 @@ CREATE OR REPLACE FUNCTION ember.steward_step(
     p_response jsonb,
     p_embeddings jsonb DEFAULT '{}',
     p_latency_ms bigint DEFAULT NULL,
-    p_now timestamptz DEFAULT clock_timestamp()
+    p_now timestamptz DEFAULT clock_timestamp(),
+    p_rejections jsonb DEFAULT '{}'
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -127,7 +131,8 @@ DECLARE
     v_reason text;
     v_text text;
     b jsonb;
-    v_result record;
+    v_content text;
+    v_error boolean;
     v_results jsonb := '[]';
     v_calls integer := 0;
     v_reminder text;
@@ -163,6 +168,11 @@ BEGIN
         RAISE EXCEPTION 'steward run %: latency must not be negative, got %', p_run, p_latency_ms
             USING ERRCODE = 'EM065';
     END IF;
+    IF p_rejections IS NOT NULL AND (jsonb_typeof(p_rejections) <> 'object' OR EXISTS (
+        SELECT 1 FROM jsonb_each(p_rejections) AS e WHERE jsonb_typeof(e.value) <> 'string')) THEN
+        RAISE EXCEPTION 'steward run %: rejections must be an object of tool_use id to reason', p_run
+            USING ERRCODE = 'EM065';
+    END IF;
     v_reason := ember.steward_usage_error(p_response -> 'usage');
     IF v_reason IS NOT NULL THEN
         RAISE EXCEPTION 'steward run %: %', p_run, v_reason USING ERRCODE = 'EM065';
@@ -183,16 +193,21 @@ BEGIN
         WHERE x.v ->> 'type' = 'tool_use' ORDER BY x.o
     LOOP
         v_calls := v_calls + 1;
-        SELECT * INTO v_result FROM ember.steward_apply_tool(
-            p_run, b ->> 'name', b -> 'input', coalesce(p_embeddings, '{}') -> (b ->> 'id'), p_now
-        );
+        IF coalesce(p_rejections, '{}') ? (b ->> 'id') THEN
+            v_content := p_rejections ->> (b ->> 'id');
+            v_error := true;
+        ELSE
+            SELECT t.content, t.is_error INTO v_content, v_error FROM ember.steward_apply_tool(
+                p_run, b ->> 'name', b -> 'input', coalesce(p_embeddings, '{}') -> (b ->> 'id'), p_now
+            ) AS t;
+        END IF;
         PERFORM ember.append_message(
-            'memory-steward', 'tool_result', v_result.content, 'system', NULL, b ->> 'id', b ->> 'name',
-            CASE WHEN v_result.is_error THEN 'error' ELSE 'ok' END, p_now => p_now
+            'memory-steward', 'tool_result', v_content, 'system', NULL, b ->> 'id', b ->> 'name',
+            CASE WHEN v_error THEN 'error' ELSE 'ok' END, p_now => p_now
         );
         v_results := v_results || jsonb_build_object(
             'type', 'tool_result', 'tool_use_id', b ->> 'id',
-            'content', v_result.content, 'is_error', v_result.is_error
+            'content', v_content, 'is_error', v_error
         );
     END LOOP;
 
@@ -263,5 +278,21 @@ BEGIN
     PERFORM ember.steward_add_usage(p_run, p_usage, p_latency_ms);
     PERFORM ember.steward_end_failed(p_run, p_error, p_now);
     RETURN jsonb_build_object('run_id', p_run, 'status', 'failed', 'error', p_error);
+END;
+$$;
+
+-- Hand a running run back (the worker is shutting down): it ends abandoned, nothing it read is
+-- marked digested, and the next claim offers the same rows at once instead of after the lease.
+CREATE OR REPLACE FUNCTION ember.release_steward_run(
+    p_run bigint, p_lease_token uuid, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    UPDATE ember.steward_runs
+    SET status = 'abandoned', error = 'released by its worker', finished_at = greatest(p_now, started_at)
+    WHERE id = p_run;
 END;
 $$;

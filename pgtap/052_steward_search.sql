@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(22);
+SELECT plan(25);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
@@ -93,6 +93,18 @@ SELECT is(ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": [{"typ
           'failed', 'a run that reaches steward_max_rounds without finish fails');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL), 0,
           'and nothing it read is marked digested');
+
+UPDATE ember.settings SET value = '12' WHERE key = 'steward_max_rounds';
+CREATE TEMP TABLE plan2 AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:43Z') AS p;
+SELECT is(ember.steward_step((SELECT (p ->> 'run_id')::bigint FROM plan2), (SELECT (p ->> 'lease_token')::uuid FROM plan2),
+              '{"content": [{"type": "tool_use", "id": "r1", "name": "retire_fact", "input": {"fact_id": "1", "reason": "x"}}]}',
+              '{}', NULL, '2026-12-01 09:44Z', '{"r1": "fact_id: Input should be a valid integer"}') -> 'results' -> 0 ->> 'content',
+          'fact_id: Input should be a valid integer', 'a call the worker''s tool model refused is answered with its reason');
+SELECT lives_ok(format('SELECT ember.release_steward_run(%s, %L, %L)', (SELECT p ->> 'run_id' FROM plan2),
+                       (SELECT p ->> 'lease_token' FROM plan2), '2026-12-01 09:45Z'),
+                'a worker shutting down releases its run');
+SELECT isnt(ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:45Z'), NULL,
+            'and the same backlog is claimable at once');
 
 SELECT * FROM finish();
 ROLLBACK;
