@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,embed]'
 	@touch $@
 
 ## setup: virtual environment, packages, pgTAP, Chromium, and the embedded database

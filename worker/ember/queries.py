@@ -121,3 +121,20 @@ HOST_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, %s)"
 HOST_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s)"
 HOST_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s)"
 HOST_SET_THREAD_STATUS: LiteralString = "SELECT ember.set_thread_status(%s, %s)"
+
+# --- steward (issue 10) ---
+# The memory steward's statements; the rules are in functions/05x_steward_*.sql.
+CLAIM_STEWARD: LiteralString = "SELECT ember.claim_steward_run(%s, %s)"
+STEWARD_STEP: LiteralString = (
+    "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
+    "p_rejections => %(rejections)s)"
+)
+FAIL_STEWARD: LiteralString = "SELECT ember.fail_steward_run(%s, %s, %s, %s, %s)"
+EXTEND_STEWARD_LEASE: LiteralString = "SELECT ember.extend_steward_lease(%s, %s, %s)"
+RELEASE_STEWARD: LiteralString = "SELECT ember.release_steward_run(%s, %s)"
+FACTS_TO_EMBED: LiteralString = "SELECT fact_id, text FROM ember.facts_to_embed(%s)"
+SET_FACT_EMBEDDING: LiteralString = "SELECT ember.set_fact_embedding(%s, %s::vector, %s)"
+SEARCH_MEMORY: LiteralString = (
+    "SELECT fact_id, text, evidence_kind, categories, score FROM "
+    "ember.search_memory(%s, %s, %s::vector, %s)"
+)

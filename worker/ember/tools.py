@@ -3,6 +3,7 @@ model and the validation of what the model answers. One section per tool family.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
@@ -133,3 +134,111 @@ def parse_shadow_proposals(tool_input: Any) -> list[Any]:
             continue
         proposals.append(fact.model_dump(mode="json"))
     return proposals
+
+
+# --- steward (issue 10) ---
+#
+# The memory steward's five tools. Strict models (no coercion, no extra keys): a call they accept
+# is one the SQL tools (functions/052_steward_tools.sql) accept by shape too, and a call they
+# refuse is answered with their reason instead of being applied.
+
+Evidence = Annotated[
+    list[MessagePointer | GenerationPointer],
+    Field(
+        min_length=1,
+        description=(
+            'the rows that justify the fact: {"message_id": n} for a row shown as m:n, or '
+            '{"generation_id": "..."} for a whole generation named in a page header'
+        ),
+    ),
+]
+
+
+class WriteFact(BaseModel):
+    """Write one new fact worth keeping, with the evidence that justifies it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: Annotated[
+        str, Field(min_length=1, description="the fact, as one self-contained sentence")
+    ]
+    evidence_kind: Annotated[
+        EvidenceKind, Field(description="what kind of support the evidence gives")
+    ]
+    evidence: Evidence
+
+
+class MergeFacts(BaseModel):
+    """Replace two or more facts that say the same thing (or one refines another) by one fact."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    fact_ids: Annotated[
+        list[Annotated[int, Field(gt=0)]],
+        Field(min_length=2, description="the ids of the active facts this one replaces"),
+    ]
+    text: Annotated[str, Field(min_length=1, description="the merged fact, one sentence")]
+    evidence_kind: EvidenceKind
+    evidence: Evidence
+
+
+class RetireFact(BaseModel):
+    """Retire a fact that is no longer true, keeping the reason."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    fact_id: Annotated[int, Field(gt=0, description="the id of an active fact")]
+    reason: Annotated[
+        str, Field(min_length=1, description="why it no longer holds, citing what changed")
+    ]
+
+
+class SearchMemory(BaseModel):
+    """Find facts already in memory, by meaning and by words, before writing a new one."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: Annotated[str, Field(min_length=1, description="what to look for, in plain words")]
+    limit: Annotated[int | None, Field(default=None, gt=0, le=50)] = None
+
+
+class Finish(BaseModel):
+    """End this wake: mark every row up to and including this one as digested."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    through_message_id: Annotated[
+        int, Field(gt=0, description="the id of the last row digested (m:<id>), usually the last")
+    ]
+
+
+STEWARD_TOOLS: dict[str, type[BaseModel]] = {
+    "write_fact": WriteFact,
+    "merge_facts": MergeFacts,
+    "retire_fact": RetireFact,
+    "search_memory": SearchMemory,
+    "finish": Finish,
+}
+
+
+def steward_tool_definitions() -> list[dict[str, Any]]:
+    """The steward's tools, and only those, in a fixed order (the prompt cache keys on them)."""
+    return [
+        {
+            "name": name,
+            "description": (model.__doc__ or "").strip(),
+            "input_schema": model.model_json_schema(),
+        }
+        for name, model in STEWARD_TOOLS.items()
+    ]
+
+
+def steward_call_error(name: str, tool_input: Any) -> str | None:
+    """Why a steward tool call is refused by its model, or None when it parses."""
+    model = STEWARD_TOOLS.get(name)
+    if model is None:
+        return f'unknown tool "{name}"; the tools are {", ".join(STEWARD_TOOLS)}'
+    try:
+        # JSON mode: the input came from JSON, so a uuid string is a uuid, a "12" is not an int.
+        model.model_validate_json(json.dumps(tool_input))
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
+            for err in exc.errors(include_url=False)
+        )
+    return None

@@ -1,0 +1,285 @@
+"""The steward pipeline: one wake of the memory steward, as rounds of model call and steward_step.
+
+SQL decided everything in the claim: what to read (the plan's pages, already written to the
+steward's thread as its first row), which model may read it, what the tools do. Here the plan is
+turned into requests that carry only prompts/steward.md and only the steward's tools; each answer
+goes back through ember.steward_step, whose tool results are the next request's user turn, until
+`finish` completes the run or the round limit fails it. A model error fails the run through
+ember.fail_steward_run; in both failures nothing is marked digested and the rows are read again
+by the next wake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ember import queries
+from ember.embed import Embedder, EmbedderUnavailable, load_embedder
+from ember.tools import steward_call_error, steward_tool_definitions
+from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.pipeline import Context, Job
+
+PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
+MAX_TOKENS = 4096
+CACHE = {"type": "ephemeral"}
+# Refusals that mean the run is no longer ours: stop, write nothing more.
+LOST = ("EM061", "EM062", "EM063", "EM064")
+EMBED_BATCH = 64
+
+log = logging.getLogger("ember.worker.steward")
+
+
+@cache
+def steward_prompt() -> str:
+    return (PROMPTS / "steward.md").read_text(encoding="utf-8").strip()
+
+
+def steward_request(model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """One round's request: the steward prompt and tools, the conversation so far.
+
+    Two cache breakpoints: the system prompt (with the tools before it, the same every wake) and
+    the last block of the conversation, so each round reads the previous round's prefix.
+    """
+    sent = copy.deepcopy(messages)
+    last = sent[-1]["content"]
+    if isinstance(last, str):
+        last = [{"type": "text", "text": last}]
+        sent[-1]["content"] = last
+    last[-1]["cache_control"] = CACHE
+    return {
+        "model": model,
+        "max_tokens": MAX_TOKENS,
+        "system": [{"type": "text", "text": steward_prompt(), "cache_control": CACHE}],
+        "tools": steward_tool_definitions(),
+        "messages": sent,
+    }
+
+
+def tool_calls(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        b
+        for b in response.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+
+
+def rejections(calls: list[dict[str, Any]]) -> dict[str, str]:
+    """{tool_use id: reason} for the calls the tool models refuse."""
+    found: dict[str, str] = {}
+    for call in calls:
+        reason = steward_call_error(str(call.get("name")), call.get("input"))
+        if reason is not None:
+            found[str(call.get("id"))] = reason
+    return found
+
+
+def texts_to_embed(calls: list[dict[str, Any]], refused: dict[str, str]) -> dict[str, str]:
+    """{tool_use id: text} whose embedding the step can use: new facts' text, search queries."""
+    found: dict[str, str] = {}
+    for call in calls:
+        ident = str(call.get("id"))
+        tool_input = call.get("input")
+        if ident in refused or not isinstance(tool_input, dict):
+            continue
+        if call.get("name") in ("write_fact", "merge_facts"):
+            found[ident] = str(tool_input["text"])
+        elif call.get("name") == "search_memory":
+            found[ident] = str(tool_input["query"])
+    return found
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(x) for x in vector) + "]"
+
+
+class StewardPipeline:
+    """Claims steward runs and carries them out, round by round."""
+
+    name = "steward"
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+        self._embedder_missing = False
+
+    # --- the loop's side of the protocol ---
+
+    async def claim(
+        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
+    ) -> Job | None:
+        cur = await conn.execute(queries.CLAIM_STEWARD, (worker_name, lease))
+        row = await cur.fetchone()
+        plan = row[0] if row else None
+        if not plan:
+            return None
+        return Job(
+            pipeline=self.name,
+            run_id=int(plan["run_id"]),
+            lease_token=str(plan["lease_token"]),
+            thread_id=str(plan["thread_id"]),
+            plan=plan,
+        )
+
+    async def extend_lease(
+        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
+    ) -> bool:
+        try:
+            await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
+        except psycopg.Error as exc:
+            if exc.sqlstate in LOST:
+                return False
+            raise
+        return True
+
+    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
+        try:
+            await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
+        except psycopg.Error as exc:
+            if exc.sqlstate not in LOST:  # finished, or no longer ours: nothing to hand back
+                raise
+
+    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
+        # Nothing cancels a steward run: a human message adds to the backlog, it does not make
+        # what the steward is reading wrong. Shutdown is a task cancel, handled by release.
+        return False
+
+    # --- one wake ---
+
+    async def execute(self, job: Job, ctx: Context) -> None:
+        plan = job.plan
+        model = str(plan["model"])
+        max_rounds = int(plan.get("max_rounds") or 12)
+        messages: list[dict[str, Any]] = [{"role": "user", "content": plan["content"]}]
+        status = "running"
+        try:
+            for _ in range(max_rounds):
+                started = time.monotonic()
+                response = await create_message(ctx.client, steward_request(model, messages))
+                latency = time.monotonic() - started
+                ctx.observe_call(
+                    pipeline=self.name, model=model, seconds=latency, usage=usage_of(response)
+                )
+                result = await self._step(job, ctx, response, int(latency * 1000))
+                if result is None:
+                    return  # no longer ours
+                status = str(result["status"])
+                if status != "running":
+                    break
+                messages.append({"role": "assistant", "content": response.get("content") or []})
+                results = [
+                    {k: r[k] for k in ("type", "tool_use_id", "content", "is_error")}
+                    for r in result.get("results") or []
+                ]
+                if results:
+                    messages.append({"role": "user", "content": results})
+                else:
+                    messages.append({"role": "user", "content": str(result["reminder"])})
+            if status == "running":
+                status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds")
+        except asyncio.CancelledError:
+            raise  # shutdown: the loop releases the run
+        except Exception as exc:  # any SDK or transport error: the run fails, nothing digested
+            status = await self._fail(job, ctx, describe_error(exc))
+        ctx.observe_run(pipeline=self.name, path="steward", model=model, status=status)
+        ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
+        await self.embed_pending(ctx)
+
+    async def _step(
+        self, job: Job, ctx: Context, response: dict[str, Any], latency_ms: int
+    ) -> dict[str, Any] | None:
+        calls = tool_calls(response)
+        refused = rejections(calls)
+        embeddings = await self._embed(texts_to_embed(calls, refused))
+        async with ctx.connection() as conn:
+            try:
+                cur = await conn.execute(
+                    queries.STEWARD_STEP,
+                    {
+                        "run": job.run_id,
+                        "token": job.lease_token,
+                        "response": Jsonb(response),
+                        "embeddings": Jsonb(embeddings),
+                        "latency_ms": latency_ms,
+                        "rejections": Jsonb(refused),
+                    },
+                )
+            except psycopg.Error as exc:
+                if exc.sqlstate in LOST:
+                    ctx.log.warning("step refused: %s", exc.diag.message_primary)
+                    return None
+                raise
+            row = await cur.fetchone()
+        return dict(row[0]) if row else None
+
+    async def _fail(self, job: Job, ctx: Context, error: str) -> str:
+        async with ctx.connection() as conn:
+            try:
+                await conn.execute(
+                    queries.FAIL_STEWARD, (job.run_id, job.lease_token, error, None, None)
+                )
+            except psycopg.Error as exc:
+                if exc.sqlstate in LOST:
+                    return "lost"
+                raise
+        return "failed"
+
+    # --- embeddings ---
+
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and not self._embedder_missing:
+            try:
+                self._embedder = load_embedder()
+            except EmbedderUnavailable as exc:
+                self._embedder_missing = True
+                log.warning("no embedder; facts are found by text only: %s", exc)
+        return self._embedder
+
+    async def _embed(self, texts: dict[str, str]) -> dict[str, list[float]]:
+        embedder = self.embedder()
+        if not texts or embedder is None:
+            return {}
+        try:
+            vectors = await asyncio.to_thread(embedder.embed, list(texts.values()))
+        except EmbedderUnavailable as exc:
+            self._embedder_missing = True
+            self._embedder = None
+            log.warning("no embedder; facts are found by text only: %s", exc)
+            return {}
+        return dict(zip(texts, vectors, strict=True))
+
+    async def embed_pending(self, ctx: Context) -> int:
+        """Embed the active facts written without an embedding; returns how many were stored."""
+        embedder = self.embedder()
+        if embedder is None:
+            return 0
+        stored = 0
+        while True:
+            async with ctx.connection() as conn:
+                cur = await conn.execute(queries.FACTS_TO_EMBED, (EMBED_BATCH,))
+                rows = await cur.fetchall()
+            if not rows:
+                return stored
+            vectors = await asyncio.to_thread(embedder.embed, [str(r[1]) for r in rows])
+            before = stored
+            async with ctx.connection() as conn:
+                for (fact_id, _), vector in zip(rows, vectors, strict=True):
+                    try:
+                        await conn.execute(
+                            queries.SET_FACT_EMBEDDING,
+                            (fact_id, vector_literal(vector), embedder.name),
+                        )
+                        stored += 1
+                    except psycopg.Error as exc:
+                        if exc.sqlstate != "EM067":  # another worker embedded it first
+                            raise
+            if len(rows) < EMBED_BATCH or stored == before:
+                return stored
