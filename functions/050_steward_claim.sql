@@ -67,7 +67,7 @@ $$;
 -- Pages for the steward: each generation's rows through the one pager (ember.render_pages),
 -- each page headed by the thread and generation it comes from, so the model can tell threads
 -- apart and cite a whole generation as observed-outcome evidence.
-CREATE OR REPLACE FUNCTION ember.steward_pages(p_message_ids bigint [])
+CREATE OR REPLACE FUNCTION ember.steward_pages(p_message_ids bigint[])
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
@@ -118,14 +118,14 @@ AS $$
 DECLARE
     v_model text;
     md ember.models;
-    v_gens uuid [] := '{}';
-    v_read_gens uuid [] := '{}';
-    v_ids bigint [] := '{}';
+    v_gens uuid[] := '{}';
+    v_read_gens uuid[] := '{}';
+    v_ids bigint[] := '{}';
     v_budget integer := ember.setting_int('steward_wake_tokens');
     v_tokens integer := 0;
     v_row_tokens integer;
     v_generation uuid;
-    v_labels text [];
+    v_labels text[];
     v_pages jsonb;
     v_blocks jsonb;
     v_intro text;

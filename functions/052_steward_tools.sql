@@ -16,7 +16,7 @@ $$;
 
 -- The input's keys must be exactly the allowed ones, the required ones present (the pydantic
 -- models forbid extra keys too: an invented field is more likely a mistake than a hint).
-CREATE OR REPLACE FUNCTION ember.steward_check_keys(p_input jsonb, p_required text [], p_optional text [] DEFAULT '{}')
+CREATE OR REPLACE FUNCTION ember.steward_check_keys(p_input jsonb, p_required text[], p_optional text[] DEFAULT '{}')
 RETURNS void
 LANGUAGE plpgsql
 AS $$
@@ -127,7 +127,7 @@ $$;
 
 -- The facts named by p_ids that the steward may change: active and visible to it. The reason
 -- never says more about a hidden fact than that it is not one the steward can use.
-CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_ids bigint [])
+CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_ids bigint[])
 RETURNS SETOF ember.facts
 LANGUAGE plpgsql
 AS $$
@@ -153,7 +153,7 @@ $$;
 -- given (the labels of facts merged into it): a merge never drops a label.
 CREATE OR REPLACE FUNCTION ember.steward_insert_fact(
     p_run bigint, p_text text, p_kind text, p_evidence jsonb, p_embedding jsonb,
-    p_more_labels text [], p_more_sources text [], p_now timestamptz
+    p_more_labels text[], p_more_sources text[], p_now timestamptz
 )
 RETURNS bigint
 LANGUAGE plpgsql
@@ -224,9 +224,9 @@ RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_ids bigint [];
-    v_labels text [];
-    v_sources text [];
+    v_ids bigint[];
+    v_labels text[];
+    v_sources text[];
     v_id bigint;
 BEGIN
     PERFORM ember.steward_check_keys(p_input, ARRAY['fact_ids', 'text', 'evidence_kind', 'evidence']);
@@ -285,7 +285,7 @@ DECLARE
     v_query text;
     v_limit integer := ember.setting_int('steward_search_limit');
     v_lines text;
-    v_ids bigint [];
+    v_ids bigint[];
 BEGIN
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
     PERFORM ember.steward_check_keys(p_input, ARRAY['query'], ARRAY['limit']);

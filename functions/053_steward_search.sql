@@ -81,19 +81,19 @@ RETURNS TABLE (
     fact_id bigint,
     text text,
     evidence_kind text,
-    categories text [],
+    categories text[],
     score double precision,
     vector_rank integer,
     text_rank integer,
     created_at timestamptz
 )
 LANGUAGE plpgsql STABLE
-SET hnsw.iterative_scan = 'relaxed_order'
-SET hnsw.ef_search = 100
+SET "hnsw.iterative_scan" = 'relaxed_order'
+SET "hnsw.ef_search" = 100
 AS $$
 DECLARE
     v_human boolean;
-    v_tags text [];
+    v_tags text[];
     v_query tsquery;
     v_k integer;
 BEGIN

@@ -26,8 +26,8 @@ CREATE TABLE ember.steward_runs (
     -- Written to messages.episode_id by finish, for the rows the run digested.
     episode_id uuid NOT NULL DEFAULT gen_random_uuid() UNIQUE,
     -- What the plan handed to the model: the only rows finish may mark and evidence may name.
-    read_message_ids bigint [] NOT NULL,
-    read_generations uuid [] NOT NULL,
+    read_message_ids bigint[] NOT NULL,
+    read_generations uuid[] NOT NULL,
     read_tokens integer NOT NULL CHECK (read_tokens >= 0),
     digested_rows integer NOT NULL DEFAULT 0 CHECK (digested_rows >= 0),
     rounds integer NOT NULL DEFAULT 0 CHECK (rounds >= 0),
@@ -61,7 +61,7 @@ WHERE status = 'running';
 -- another size needs a migration, which is honest, since mixed sizes cannot share an index.
 ALTER TABLE ember.facts
 ADD COLUMN retired_reason text,
-ADD COLUMN source_threads text [] NOT NULL DEFAULT '{}',
+ADD COLUMN source_threads text[] NOT NULL DEFAULT '{}',
 ADD COLUMN embedding_model text,
 ADD COLUMN search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
 ADD CONSTRAINT facts_run FOREIGN KEY (run_id) REFERENCES ember.steward_runs (id),
