@@ -1,9 +1,10 @@
 """The memory steward end to end: the real SDK against `ember sim`, the real database.
 
-A wake claims the backlog, the model (a scripted stand-in that reads the rendered rows the way
-the heuristic responder does) writes facts through the steward's tools over several rounds, and
-`finish` marks the digested rows. The SQL rules themselves are tested in pgtap/05x_steward_*.sql;
-these tests check that the worker's round loop drives them correctly over real HTTP.
+A wake claims the backlog, the model (ember.sim.steward.StewardStandIn, a rule-based stand-in
+that reads the rendered rows the way the heuristic responder does) writes facts through the
+steward's tools over two rounds, and `finish` marks the digested rows. The SQL rules themselves
+are tested in pgtap/05x_steward_*.sql; these tests check that the worker's round loop drives
+them correctly over real HTTP.
 """
 
 from __future__ import annotations
@@ -20,43 +21,14 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from ember.embed import load_embedder
-from ember.sim import Fault, Reply, SimServer
-from ember.sim.responders import Heuristic, SimRequest, new_tool_use_id, parse_rows, propose_facts
+from ember.sim import Reply, SimServer
+from ember.sim.responders import SimRequest, new_tool_use_id
+from ember.sim.steward import StewardStandIn
 from ember.tools import STEWARD_TOOLS, steward_tool_definitions
 from ember.worker.steward import StewardPipeline, steward_prompt, vector_literal
 from workerkit import InProcessContext, WorkerProcess, host_on
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class StewardBrain:
-    """A stand-in steward model. Round 1: search memory, then write a fact for every statement
-    the heuristic extractor finds in the backlog rows. Round 2: finish through the last row.
-    Requests that offer the shadow tool are answered by the heuristic responder, so one server
-    serves both pipelines."""
-
-    name = "steward-brain"
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.heuristic = Heuristic()
-
-    async def respond(self, request: SimRequest) -> Reply | Fault:
-        if "shadow_memory_propose" in request.tool_names:
-            return await self.heuristic.respond(request)  # type: ignore[return-value]
-        self.requests.append(request.body)
-        first = request.body["messages"][0]["content"]
-        rows = [row for block in first for row in parse_rows(block["text"])]
-        if len(request.body["messages"]) == 1:
-            calls = [self._call("search_memory", {"query": "preferences"})]
-            calls += [self._call("write_fact", fact) for fact in propose_facts(rows)]
-            return Reply(calls, stop_reason="tool_use")
-        last = max(row.message_id for row in rows)
-        return Reply([self._call("finish", {"through_message_id": last})], stop_reason="tool_use")
-
-    @staticmethod
-    def _call(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "tool_use", "id": new_tool_use_id(), "name": name, "input": tool_input}
 
 
 class Looping:
@@ -70,7 +42,7 @@ class Looping:
 
 @pytest.fixture(name="steward_sim")
 def _steward_sim() -> Iterator[SimServer]:
-    with SimServer(responder=StewardBrain()) as server:
+    with SimServer(responder=StewardStandIn()) as server:
         yield server
 
 
@@ -166,7 +138,7 @@ def test_a_wake_writes_facts_with_valid_evidence_and_marks_exactly_what_it_diges
     assert left == 0
 
     # The steward's calls carry only its prompt and only its tools.
-    brain: StewardBrain = steward_sim.state.responder  # type: ignore[attr-defined]
+    brain: StewardStandIn = steward_sim.state.responder  # type: ignore[attr-defined]
     for body in brain.requests:
         assert [b["text"] for b in body["system"]] == [steward_prompt()]
         assert [t["name"] for t in body["tools"]] == list(STEWARD_TOOLS)
@@ -230,14 +202,16 @@ def test_search_finds_a_fact_by_meaning_not_only_by_shared_words(
         Jsonb(
             {
                 "content": [
-                    StewardBrain._call(
-                        "write_fact",
-                        {
+                    {
+                        "type": "tool_use",
+                        "id": new_tool_use_id(),
+                        "name": "write_fact",
+                        "input": {
                             "text": text,
                             "evidence_kind": "user-stated",
                             "evidence": [{"message_id": mid}],
                         },
-                    )
+                    }
                     for text, mid in (
                         ("The user prefers tea over coffee.", tea),
                         ("The user must not be phoned before nine in the morning.", calls),
