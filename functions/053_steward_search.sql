@@ -66,7 +66,12 @@ $$;
 -- (score = sum over both lists of 1 / (60 + rank), the constant of Cormack et al.). Fusing ranks
 -- rather than raw scores needs no calibration between a cosine distance and ts_rank_cd, which
 -- live on unrelated scales. The text side ORs the query's words, so one shared word is a match
--- and more shared words rank higher; with no embedding the text side alone answers.
+-- and more shared words rank higher; with no embedding the text side alone answers. GIN cannot
+-- return matches in rank order, and ranking every match of a common word costs a scan of
+-- thousands of rows, so ranking is bounded: the first matches of all the words together, then
+-- the first matches of any word, 2k of each (k = max(4 x limit, 40)), are ranked. A fact that
+-- holds every word is in the first set; the cut only drops facts sharing fewer of the words,
+-- which the vector side covers by meaning.
 --
 -- Never returned: a fact whose labels the viewer's model is not tagged for (the person, 'human',
 -- is tagged for everything), or one derived from an isolated thread. The label filter is inside
@@ -90,11 +95,16 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE
 SET "hnsw.iterative_scan" = 'relaxed_order'
 SET "hnsw.ef_search" = 100
+-- The planner estimates a label filter (categories <@ tags) as very selective and would rather
+-- sort every fact by distance than walk the HNSW index; with the iterative scan the index walk
+-- is the cheap plan at any size, so sequential scans are ruled out for this function's queries.
+SET enable_seqscan = off
 AS $$
 DECLARE
     v_human boolean;
     v_tags text[];
     v_query tsquery;
+    v_all tsquery;
     v_k integer;
 BEGIN
     PERFORM ember.check_viewer(p_viewer);
@@ -114,34 +124,52 @@ BEGIN
     v_tags := ember.viewer_tags(p_viewer);
     v_k := greatest(p_limit * 4, 40);
     IF coalesce(btrim(p_query), '') <> '' THEN
-        v_query := nullif(replace(plainto_tsquery('english', p_query)::text, ' & ', ' | '), '')::tsquery;
+        v_all := nullif(plainto_tsquery('english', p_query)::text, '')::tsquery;
+        v_query := nullif(replace(v_all::text, ' & ', ' | '), '')::tsquery;
     END IF;
 
-    RETURN QUERY
+    -- EXECUTE plans with the actual values: a cached generic plan cannot see that the embedding
+    -- is there or which viewer asks, and falls back to scanning every fact.
+    RETURN QUERY EXECUTE $q$
     WITH vec AS (
         SELECT c.id, row_number() OVER (ORDER BY c.distance, c.id)::integer AS rk
         FROM (
-            SELECT f.id, f.embedding <=> p_query_embedding AS distance
+            SELECT f.id, f.embedding <=> $1 AS distance
             FROM ember.facts AS f
-            WHERE p_query_embedding IS NOT NULL
+            WHERE $1 IS NOT NULL
               AND f.status = 'active'
-              AND (v_human OR f.categories <@ v_tags)
-            ORDER BY f.embedding <=> p_query_embedding
-            LIMIT v_k
+              AND ($2 OR f.categories <@ $3)
+            ORDER BY f.embedding <=> $1
+            LIMIT $4
         ) AS c
         WHERE c.distance IS NOT NULL
     ),
     txt AS (
         SELECT c.id, row_number() OVER (ORDER BY c.rank DESC, c.id)::integer AS rk
         FROM (
-            SELECT f.id, ts_rank_cd(f.search_text, v_query) AS rank
-            FROM ember.facts AS f
-            WHERE v_query IS NOT NULL
-              AND f.search_text @@ v_query
-              AND f.status = 'active'
-              AND (v_human OR f.categories <@ v_tags)
-            ORDER BY ts_rank_cd(f.search_text, v_query) DESC, f.id
-            LIMIT v_k
+            SELECT f.id, ts_rank_cd(f.search_text, $6) AS rank
+            FROM (
+                (
+                    SELECT f1.id FROM ember.facts AS f1
+                    WHERE $5 IS NOT NULL
+                      AND f1.search_text @@ $5
+                      AND f1.status = 'active'
+                      AND ($2 OR f1.categories <@ $3)
+                    LIMIT $4 * 2
+                )
+                UNION
+                (
+                    SELECT f2.id FROM ember.facts AS f2
+                    WHERE $6 IS NOT NULL
+                      AND f2.search_text @@ $6
+                      AND f2.status = 'active'
+                      AND ($2 OR f2.categories <@ $3)
+                    LIMIT $4 * 2
+                )
+            ) AS m
+            INNER JOIN ember.facts AS f ON f.id = m.id
+            ORDER BY ts_rank_cd(f.search_text, $6) DESC, f.id
+            LIMIT $4
         ) AS c
     ),
     fused AS (
@@ -157,8 +185,9 @@ BEGIN
     SELECT f.id, f.text, f.evidence_kind, f.categories, fu.score, fu.vrk, fu.trk, f.created_at
     FROM fused AS fu
     INNER JOIN ember.facts AS f ON f.id = fu.id
-    WHERE ember.fact_hidden_reason(p_viewer, f) IS NULL
+    WHERE ember.fact_visible($2, $3, f.categories, f.source_threads)
     ORDER BY fu.score DESC, f.id
-    LIMIT p_limit;
+    LIMIT $7
+    $q$ USING p_query_embedding, v_human, v_tags, v_k, v_all, v_query, p_limit;
 END;
 $$;

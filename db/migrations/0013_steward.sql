@@ -73,6 +73,7 @@ ADD CONSTRAINT facts_merged_has_target CHECK ((status = 'merged') = (merged_into
 ALTER TABLE ember.facts ALTER COLUMN embedding TYPE vector(384);
 
 CREATE INDEX facts_embedding_hnsw ON ember.facts USING hnsw (embedding vector_cosine_ops);
-CREATE INDEX facts_search_text ON ember.facts USING gin (search_text);
+-- No pending list: facts arrive a few per wake, and a pending list is scanned by every search.
+CREATE INDEX facts_search_text ON ember.facts USING gin (search_text) WITH (fastupdate = off);
 CREATE INDEX facts_unembedded ON ember.facts (id) WHERE embedding IS NULL AND status = 'active';
 CREATE INDEX fact_evidence_message ON ember.fact_evidence (message_id);
