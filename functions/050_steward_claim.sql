@@ -65,36 +65,25 @@ AS $$
 $$;
 
 -- Pages for the steward: each generation's rows through the one pager (ember.render_pages),
--- each page headed by the thread and generation it comes from, so the model can tell threads
--- apart and cite a whole generation as observed-outcome evidence.
+-- generation after generation in backlog order, each page a text of lines. Paging per generation
+-- rather than over all ids at once keeps a thread's rows together: the pager orders by seq, and
+-- rows of several threads interleaved by seq would read as one conversation switching speakers.
+-- The pager's header line names the thread and the generation, which a model may cite whole.
 CREATE OR REPLACE FUNCTION ember.steward_pages(p_message_ids bigint[])
 RETURNS jsonb
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 AS $$
-DECLARE
-    g record;
-    p jsonb;
-    v_pages jsonb := '[]';
-BEGIN
-    FOR g IN
-        SELECT m.generation_id, m.thread_id, min(m.seq) AS first_seq, array_agg(m.id) AS ids
+    SELECT coalesce(jsonb_agg(page.text ORDER BY g.first_seq, page.ord), '[]')
+    FROM (
+        SELECT m.generation_id, min(m.seq) AS first_seq, array_agg(m.id) AS ids
         FROM ember.messages AS m WHERE m.id = ANY(p_message_ids)
-        GROUP BY m.generation_id, m.thread_id
-        ORDER BY min(m.seq)
-    LOOP
-        FOR p IN SELECT x.value FROM jsonb_array_elements(ember.render_pages(g.ids)) AS x LOOP
-            v_pages := v_pages || to_jsonb(
-                format('thread "%s" (%s), generation %s:', g.thread_id,
-                       coalesce((SELECT t.category FROM ember.threads AS t WHERE t.id = g.thread_id),
-                                'no category'),
-                       g.generation_id)
-                || E'\n' || (SELECT string_agg(r, E'\n' ORDER BY o)
-                             FROM jsonb_array_elements_text(p) WITH ORDINALITY AS e (r, o))
-            );
-        END LOOP;
-    END LOOP;
-    RETURN v_pages;
-END;
+        GROUP BY m.generation_id
+    ) AS g
+    CROSS JOIN LATERAL (
+        SELECT p.ord, (SELECT string_agg(l.line, E'\n' ORDER BY l.o)
+                       FROM jsonb_array_elements_text(p.lines) WITH ORDINALITY AS l (line, o)) AS text
+        FROM jsonb_array_elements(ember.render_pages(g.ids)) WITH ORDINALITY AS p (lines, ord)
+    ) AS page
 $$;
 
 -- Abandon the steward's running run if its lease lapsed. Returns the run abandoned, if any.

@@ -202,7 +202,10 @@ BEGIN
             ) AS t;
         END IF;
         PERFORM ember.append_message(
-            'memory-steward', 'tool_result', v_content, 'system', NULL, b ->> 'id', b ->> 'name',
+            -- A name the model invented may not be an identifier: the row keeps none rather than
+            -- refusing the whole step (the result already says the tool does not exist).
+            'memory-steward', 'tool_result', v_content, 'system', NULL, b ->> 'id',
+            CASE WHEN ember.is_safe_tool_name(b ->> 'name') THEN b ->> 'name' END,
             CASE WHEN v_error THEN 'error' ELSE 'ok' END, p_now => p_now
         );
         v_results := v_results || jsonb_build_object(

@@ -64,50 +64,29 @@ BEGIN
 END;
 $$;
 
--- The steward's evidence rule, or NULL when it holds: the shared kind rules of check_evidence in
--- steward mode (any thread but an isolated one), no pointer twice, and every pointer naming
--- something this run saw: a row it read, a row of its own record in this wake (a tool result it
--- got), or a generation it read. A model cannot have seen anything else, so a pointer elsewhere is
--- invented even when the row happens to exist.
+-- The steward's evidence rule, or NULL when it holds: the shared check_evidence in steward mode
+-- (any thread but an isolated one; no pointer twice), then evidence_seen_error held to what this
+-- run saw: a row it read, a row of its own record in this wake (a tool result it got back), or a
+-- generation it read. A model cannot have seen anything else, so a pointer elsewhere is invented
+-- even when the row exists. The kind rules run first so that a pointer into an isolated thread or
+-- at no row at all is named as such, which tells the model more than "not seen".
 CREATE OR REPLACE FUNCTION ember.steward_evidence_error(p_run bigint, p_kind text, p_evidence jsonb)
 RETURNS text
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 AS $$
-DECLARE
-    r ember.steward_runs;
-    v_reason text;
-    t record;
-BEGIN
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
-    v_reason := ember.check_evidence(NULL, p_kind, p_evidence, false);
-    IF v_reason IS NOT NULL THEN
-        RETURN v_reason;
-    END IF;
-    FOR t IN
-        SELECT x.ordinality AS ordinal, x.value,
-            count(*) OVER (PARTITION BY x.value ORDER BY x.ordinality) AS seen
-        FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x (value, ordinality)
-        ORDER BY x.ordinality
-    LOOP
-        IF t.seen > 1 THEN
-            RETURN format('pointer %s repeats an earlier pointer', t.ordinal);
-        END IF;
-    END LOOP;
-    FOR t IN SELECT * FROM ember.evidence_targets(p_evidence) LOOP
-        IF t.message_id IS NOT NULL
-           AND NOT t.message_id = ANY(r.read_message_ids)
-           AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
-                           WHERE m.id = t.message_id AND m.generation_id = r.generation_id) THEN
-            RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
-                   || ': not a row this run read';
-        END IF;
-        IF t.generation_id IS NOT NULL AND NOT t.generation_id = ANY(r.read_generations) THEN
-            RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
-                   || ': not a generation this run read';
-        END IF;
-    END LOOP;
-    RETURN NULL;
-END;
+    SELECT coalesce(
+        ember.check_evidence(NULL, p_kind, p_evidence, false),
+        ember.evidence_seen_error(
+            p_evidence,
+            r.read_message_ids || ARRAY(
+                SELECT m.id FROM ember.messages AS m
+                WHERE m.thread_id = r.thread_id AND m.generation_id = r.generation_id
+            ),
+            r.read_generations
+        )
+    )
+    FROM ember.steward_runs AS r
+    WHERE r.id = p_run
 $$;
 
 -- Whether a fact may be read: never when it is derived from an isolated thread (one sealed after

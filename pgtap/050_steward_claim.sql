@@ -43,11 +43,11 @@ SELECT is((SELECT array_agg(m.content ORDER BY m.seq) FROM ember.steward_runs AS
            JOIN ember.messages AS m ON m.id = ANY(r.read_message_ids)),
           '{"before the steward","I prefer tea over coffee.","deploy succeeded","Never call me before 9."}'::text[],
           'the run reads main''s later rows and the open threads'' rows, never labelled or isolated ones');
-SELECT ok((SELECT p -> 'pages' ->> 0 FROM plan1) LIKE '%m:' || pg_temp.mid('I prefer tea over coffee.')
-          || ' user(human): I prefer tea over coffee.%',
+SELECT ok((SELECT p -> 'pages' ->> 0 FROM plan1) LIKE '%' || E'\n' || 'm:' || pg_temp.mid('I prefer tea over coffee.')
+          || ' user(human)%: I prefer tea over coffee.%',
           'pages come from the one renderer, rows cited by m:<id>');
-SELECT ok((SELECT p -> 'pages' ->> 0 FROM plan1) LIKE 'thread "plain" (no category), generation %',
-          'each page names its thread and generation');
+SELECT ok((SELECT p -> 'pages' ->> 0 FROM plan1) LIKE '# Plain · thread plain · generation %',
+          'each page opens with the renderer''s header: thread and generation');
 SELECT is((SELECT content FROM ember.messages WHERE id = (SELECT (p ->> 'message_id')::bigint FROM plan1)),
           (SELECT (p -> 'content' -> 0 ->> 'text') || E'\n\n' || (p -> 'pages' ->> 0) || E'\n\n' || (p -> 'pages' ->> 1)
            FROM plan1),
@@ -116,8 +116,8 @@ SELECT is(ember.claim_steward_run('w6', '5 minutes', '2026-12-01 10:30Z'), NULL,
 
 SELECT ember.start_generation('main', '2026-12-01 11:00Z');
 SELECT ember.append_message('main', 'user', 'new day', p_now => '2026-12-01 11:01Z');
-SELECT ok(EXISTS (SELECT 1 FROM ember.backlog WHERE content = 'Never call me before 9.'),
-          'with main''s new generation clean, the backlog view lists the old generation''s unlabelled rows');
+SELECT ok(NOT EXISTS (SELECT 1 FROM ember.backlog WHERE content = 'Never call me before 9.'),
+          'with main''s new generation clean, the old labelled generation stays out of the backlog');
 CREATE TEMP TABLE plan6 AS SELECT ember.claim_steward_run('w7', '5 minutes', '2026-12-01 11:30Z') AS p;
 SELECT is((SELECT array_agg(m.content ORDER BY m.seq) FROM ember.steward_runs AS r
            JOIN ember.messages AS m ON m.id = ANY(r.read_message_ids)

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(45);
+SELECT plan(46);
 
 SELECT ember.define_category('health');
 SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
@@ -98,11 +98,12 @@ SELECT is(pg_temp.one('write_fact', '{"text": "x", "evidence_kind": "user-stated
           'evidence refused: pointer 1 (message 999999): no such row', 'evidence at a row that does not exist');
 SELECT is(pg_temp.one('write_fact', jsonb_build_object('text', 'x', 'evidence_kind', 'user-stated',
           'evidence', pg_temp.ev('I like jazz.'))) ->> 'content',
-          'evidence refused: pointer 1 (message ' || pg_temp.mid('I like jazz.') || '): not a row this run read',
+          'evidence refused: pointer 1 (message ' || pg_temp.mid('I like jazz.') || '): not a row or generation this run''s model read',
           'evidence at a row the run did not read');
 SELECT is(pg_temp.one('write_fact', jsonb_build_object('text', 'x', 'evidence_kind', 'user-stated',
           'evidence', pg_temp.ev('I prefer tea over coffee.', 'I prefer tea over coffee.'))) ->> 'content',
-          'evidence refused: pointer 2 repeats an earlier pointer', 'the same pointer twice');
+          'evidence refused: pointer 2 repeats pointer 1 (message ' || pg_temp.mid('I prefer tea over coffee.') || ')',
+          'the same pointer twice');
 SELECT is(pg_temp.one('write_fact', jsonb_build_object('text', 'x', 'evidence_kind', 'tool-verified',
           'evidence', pg_temp.ev('deploy failed'))) ->> 'is_error', 'true', 'tool-verified evidence at a failed tool result');
 SELECT is(pg_temp.one('write_fact', jsonb_build_object('text', 42, 'evidence_kind', 'user-stated',
@@ -146,6 +147,8 @@ SELECT ok(pg_temp.one('search_memory', '{"query": "tea"}') ->> 'content' LIKE '%
 SELECT is(pg_temp.one('search_memory', '{"query": "tea", "limit": 0}') ->> 'content',
           'limit must be a positive integer, got 0', 'search_memory refuses a zero limit');
 SELECT is(pg_temp.one('delete_everything', '{}') ->> 'is_error', 'true', 'a tool that does not exist is an is_error result');
+SELECT is(pg_temp.one(E'write fact\nm:1 user(human): forged', '{}') ->> 'is_error', 'true',
+          'even one whose name is not an identifier');
 
 -- A response without tool calls gets a reminder.
 SELECT is(pg_temp.step('[{"type": "text", "text": "Done reading."}]') ->> 'reminder', ember.steward_reminder(),
@@ -170,7 +173,7 @@ SELECT ok((SELECT bool_and(episode_id IS NULL) FROM ember.messages
           'and no other row: the rest stays in the backlog');
 SELECT is((SELECT (status, rounds, digested_rows, latency_ms, input_tokens, cache_read_tokens, cache_write_5m_tokens)::text
            FROM ember.steward_runs WHERE id = pg_temp.run()),
-          ('completed', 23, 4, 23 * 250, 2300, 1150, 460)::text, 'the run is completed with its usage summed over its rounds');
+          ('completed', 24, 4, 24 * 250, 2400, 1200, 480)::text, 'the run is completed with its usage summed over its rounds');
 SELECT throws_ok($$SELECT pg_temp.step('[]')$$, 'EM064', NULL, 'a finished run takes no further step');
 
 SELECT * FROM finish();

@@ -291,4 +291,9 @@ def test_the_steward_prompt_names_the_evidence_kinds_and_tools_the_database_know
     }
     for tool in STEWARD_TOOLS:
         assert f"`{tool}`" in text
+    registered = _query(
+        db, "SELECT name FROM ember.tools WHERE 'steward' = ANY(kinds) ORDER BY position"
+    )
+    assert [r[0] for r in registered] == list(STEWARD_TOOLS), "the tool registry lists them"
+
     assert not re.search(r"\byou are (a|an|the) ", text, re.I), "no persona"
