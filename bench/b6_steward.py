@@ -201,18 +201,13 @@ def _explain(conn: psycopg.Connection[Any], text: str, vector: str) -> str:
             " ORDER BY f.embedding <=> %(v)s::vector LIMIT 40",
         ),
         (
-            "text candidates (GIN: 80 matching all words, 80 matching any), untagged viewer",
-            "WITH q AS (SELECT plainto_tsquery('english', %(t)s) AS qall,"
-            "  CAST(replace(plainto_tsquery('english', %(t)s)::text, ' & ', ' | ') AS tsquery)"
-            "  AS qany)"
-            " SELECT f.id, ts_rank_cd(f.search_text, q.qany) AS rank FROM ("
-            "  (SELECT f1.id FROM ember.facts AS f1, q WHERE f1.search_text @@ q.qall"
-            "   AND f1.status = 'active' AND f1.categories <@ '{}'::text[] LIMIT 80)"
-            "  UNION"
-            "  (SELECT f2.id FROM ember.facts AS f2, q WHERE f2.search_text @@ q.qany"
-            "   AND f2.status = 'active' AND f2.categories <@ '{}'::text[] LIMIT 80)"
-            " ) AS m JOIN ember.facts AS f ON f.id = m.id, q"
-            " ORDER BY ts_rank_cd(f.search_text, q.qany) DESC, f.id LIMIT 40",
+            "text candidates (GIN, every word; 160 matches ranked), untagged viewer",
+            "SELECT m.id, ts_rank_cd(m.search_text, q) AS rank FROM ("
+            " SELECT f.id, f.search_text FROM ember.facts AS f,"
+            "  plainto_tsquery('english', %(t)s) AS q"
+            " WHERE f.search_text @@ q AND f.status = 'active' AND f.categories <@ '{}'::text[]"
+            " LIMIT 160) AS m, plainto_tsquery('english', %(t)s) AS q"
+            " ORDER BY ts_rank_cd(m.search_text, q) DESC, m.id LIMIT 40",
         ),
     ):
         rows = conn.execute(

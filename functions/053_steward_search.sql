@@ -65,13 +65,14 @@ $$;
 -- (HNSW, cosine distance) and a full-text match, each ranked, fused by reciprocal rank
 -- (score = sum over both lists of 1 / (60 + rank), the constant of Cormack et al.). Fusing ranks
 -- rather than raw scores needs no calibration between a cosine distance and ts_rank_cd, which
--- live on unrelated scales. The text side ORs the query's words, so one shared word is a match
--- and more shared words rank higher; with no embedding the text side alone answers. GIN cannot
--- return matches in rank order, and ranking every match of a common word costs a scan of
--- thousands of rows, so ranking is bounded: the first matches of all the words together, then
--- the first matches of any word, 2k of each (k = max(4 x limit, 40)), are ranked. A fact that
--- holds every word is in the first set; the cut only drops facts sharing fewer of the words,
--- which the vector side covers by meaning.
+-- live on unrelated scales. The text side matches facts that hold every word of the query
+-- (plainto_tsquery), ranked by ts_rank_cd; facts that share only some of the words, or none, are
+-- the vector side's to find by meaning. Matching any word would reach more facts by text alone,
+-- but GIN answers an OR of a common word by building a bitmap of every fact that holds it (tens
+-- of milliseconds at 100,000 facts), while an AND is driven by its rarest word. Ranking is
+-- bounded too: the first 4k matches (k = max(4 x limit, 40)) are ranked, so a one-word query for
+-- a word in half the facts does not rank half the facts; with no embedding the text side alone
+-- answers.
 --
 -- Never returned: a fact whose labels the viewer's model is not tagged for (the person, 'human',
 -- is tagged for everything), or one derived from an isolated thread. The label filter is inside
@@ -104,7 +105,6 @@ DECLARE
     v_human boolean;
     v_tags text[];
     v_query tsquery;
-    v_all tsquery;
     v_k integer;
 BEGIN
     PERFORM ember.check_viewer(p_viewer);
@@ -124,8 +124,7 @@ BEGIN
     v_tags := ember.viewer_tags(p_viewer);
     v_k := greatest(p_limit * 4, 40);
     IF coalesce(btrim(p_query), '') <> '' THEN
-        v_all := nullif(plainto_tsquery('english', p_query)::text, '')::tsquery;
-        v_query := nullif(replace(v_all::text, ' & ', ' | '), '')::tsquery;
+        v_query := nullif(plainto_tsquery('english', p_query)::text, '')::tsquery;
     END IF;
 
     -- EXECUTE plans with the actual values: a cached generic plan cannot see that the embedding
@@ -147,28 +146,16 @@ BEGIN
     txt AS (
         SELECT c.id, row_number() OVER (ORDER BY c.rank DESC, c.id)::integer AS rk
         FROM (
-            SELECT f.id, ts_rank_cd(f.search_text, $6) AS rank
+            SELECT m.id, ts_rank_cd(m.search_text, $5) AS rank
             FROM (
-                (
-                    SELECT f1.id FROM ember.facts AS f1
-                    WHERE $5 IS NOT NULL
-                      AND f1.search_text @@ $5
-                      AND f1.status = 'active'
-                      AND ($2 OR f1.categories <@ $3)
-                    LIMIT $4 * 2
-                )
-                UNION
-                (
-                    SELECT f2.id FROM ember.facts AS f2
-                    WHERE $6 IS NOT NULL
-                      AND f2.search_text @@ $6
-                      AND f2.status = 'active'
-                      AND ($2 OR f2.categories <@ $3)
-                    LIMIT $4 * 2
-                )
+                SELECT f.id, f.search_text FROM ember.facts AS f
+                WHERE $5 IS NOT NULL
+                  AND f.search_text @@ $5
+                  AND f.status = 'active'
+                  AND ($2 OR f.categories <@ $3)
+                LIMIT $6
             ) AS m
-            INNER JOIN ember.facts AS f ON f.id = m.id
-            ORDER BY ts_rank_cd(f.search_text, $6) DESC, f.id
+            ORDER BY ts_rank_cd(m.search_text, $5) DESC, m.id
             LIMIT $4
         ) AS c
     ),
@@ -188,6 +175,6 @@ BEGIN
     WHERE ember.fact_visible($2, $3, f.categories, f.source_threads)
     ORDER BY fu.score DESC, f.id
     LIMIT $7
-    $q$ USING p_query_embedding, v_human, v_tags, v_k, v_all, v_query, p_limit;
+    $q$ USING p_query_embedding, v_human, v_tags, v_k, v_query, v_k * 4, p_limit;
 END;
 $$;
