@@ -169,7 +169,7 @@ BEGIN
         ember.label_set(p_more_sources || ARRAY(
             SELECT DISTINCT l FROM ember.evidence_targets(p_evidence) AS t, unnest(t.lineage) AS l
         )),
-        CASE WHEN p_embedding IS NOT NULL THEN (p_embedding::text)::vector END,
+        CASE WHEN p_embedding IS NOT NULL THEN (p_embedding::text)::halfvec END,
         CASE WHEN p_embedding IS NOT NULL THEN ember.embedding_model() END,
         p_now, p_now
     )

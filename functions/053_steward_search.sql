@@ -50,7 +50,7 @@ BEGIN
             USING ERRCODE = 'EM067';
     END IF;
     UPDATE ember.facts
-    SET embedding = p_embedding, embedding_model = coalesce(p_model, ember.embedding_model())
+    SET embedding = p_embedding::halfvec, embedding_model = coalesce(p_model, ember.embedding_model())
     WHERE id = p_fact AND embedding IS NULL;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'fact %: %', p_fact,
@@ -77,7 +77,8 @@ $$;
 -- Never returned: a fact whose labels the viewer's model is not tagged for (the person, 'human',
 -- is tagged for everything), or one derived from an isolated thread. The label filter is inside
 -- each candidate list, so hidden facts never crowd out visible ones; the index scan is iterative
--- (hnsw.iterative_scan) so a filter that drops many neighbours still yields enough candidates.
+-- (hnsw.iterative_scan) so a filter that drops many neighbours still yields enough candidates,
+-- and ef_search is pgvector's default 40: the candidate list is 40 long for the usual limit of 10.
 -- Refused: an unknown viewer (EM029); a limit outside 1..100, or neither text nor an embedding,
 -- or an embedding of the wrong size (EM068).
 CREATE OR REPLACE FUNCTION ember.search_memory(
@@ -95,7 +96,7 @@ RETURNS TABLE (
 )
 LANGUAGE plpgsql STABLE
 SET "hnsw.iterative_scan" = 'relaxed_order'
-SET "hnsw.ef_search" = 100
+SET "hnsw.ef_search" = 40
 -- The planner estimates a label filter (categories <@ tags) as very selective and would rather
 -- sort every fact by distance than walk the HNSW index; with the iterative scan the index walk
 -- is the cheap plan at any size, so sequential scans are ruled out for this function's queries.
@@ -133,12 +134,12 @@ BEGIN
     WITH vec AS (
         SELECT c.id, row_number() OVER (ORDER BY c.distance, c.id)::integer AS rk
         FROM (
-            SELECT f.id, f.embedding <=> $1 AS distance
+            SELECT f.id, f.embedding <=> $1::halfvec AS distance
             FROM ember.facts AS f
             WHERE $1 IS NOT NULL
               AND f.status = 'active'
               AND ($2 OR f.categories <@ $3)
-            ORDER BY f.embedding <=> $1
+            ORDER BY f.embedding <=> $1::halfvec
             LIMIT $4
         ) AS c
         WHERE c.distance IS NOT NULL
