@@ -297,3 +297,23 @@ def test_the_steward_prompt_names_the_evidence_kinds_and_tools_the_database_know
     assert [r[0] for r in registered] == list(STEWARD_TOOLS), "the tool registry lists them"
 
     assert not re.search(r"\byou are (a|an|the) ", text, re.I), "no persona"
+
+
+class Silent:
+    """A model that answers with no content at all."""
+
+    name = "silent"
+
+    async def respond(self, request: SimRequest) -> Reply:
+        return Reply([], stop_reason="end_turn")
+
+
+def test_an_empty_answer_fails_the_run_and_marks_nothing(db: str, steward_sim: SimServer) -> None:
+    _backlog(db)
+    steward_sim.reset(responder=Silent())
+    done = asyncio.run(_wake(db, steward_sim.base_url))
+    (status, error) = _query(db, "SELECT status, error FROM ember.steward_runs")[0]
+    assert (status, error) == ("failed", "the model answered with no content")
+    assert len(done["ctx"].calls) == 1
+    (marked,) = _query(db, "SELECT count(*) FROM ember.messages WHERE episode_id IS NOT NULL")[0]
+    assert marked == 0

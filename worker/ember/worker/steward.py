@@ -174,6 +174,10 @@ class StewardPipeline:
                 status = str(result["status"])
                 if status != "running":
                     break
+                if not response.get("content"):
+                    # An empty assistant turn cannot be sent back; nothing can follow it.
+                    status = await self._fail(job, ctx, "the model answered with no content")
+                    break
                 messages.append({"role": "assistant", "content": response.get("content") or []})
                 results = [
                     {k: r[k] for k in ("type", "tool_use_id", "content", "is_error")}
