@@ -82,14 +82,15 @@ BEGIN
     PERFORM ember.require_now(p_now);
     RETURN QUERY
     WITH cand AS (
+        -- Only threads with a standing offer: the offers are few, the threads may be many.
         SELECT t.id AS tid
-        FROM ember.threads AS t
+        FROM (
+            SELECT DISTINCT s.thread_id FROM ember.shadow_signals AS s
+            WHERE NOT s.deferred AND (p_thread IS NULL OR s.thread_id = p_thread)
+        ) AS o
+        INNER JOIN ember.threads AS t ON t.id = o.thread_id
         WHERE EXISTS (SELECT 1 FROM ember.shadow_activation)
-            AND (p_thread IS NULL OR t.id = p_thread)
             AND NOT ember.shadow_excluded(t.id)
-            AND EXISTS (
-                SELECT 1 FROM ember.shadow_signals AS s WHERE s.thread_id = t.id AND NOT s.deferred
-            )
             AND NOT EXISTS (
                 SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = t.id AND r.status = 'running'
             )
@@ -99,6 +100,8 @@ BEGIN
             )
     ),
 
+    -- The earliest generation with unread rows, from the state the write path keeps
+    -- (generation_progress: read_seq is shadow_read_position, last_seq the generation's max(seq)).
     gen AS (
         SELECT c.tid, u.gid, u.gen_open, u.pos, u.max_seq
         FROM cand AS c
@@ -106,12 +109,11 @@ BEGIN
             SELECT
                 g.id AS gid,
                 g.ended_at IS NULL AS gen_open,
-                rp.pos,
-                (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id) AS max_seq
-            FROM ember.generations AS g
-            CROSS JOIN LATERAL (SELECT ember.shadow_read_position(c.tid, g.id) AS pos) AS rp
-            WHERE g.thread_id = c.tid
-                AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.generation_id = g.id AND m.seq > rp.pos)
+                p.read_seq AS pos,
+                p.last_seq AS max_seq
+            FROM ember.generation_progress AS p
+            INNER JOIN ember.generations AS g ON g.id = p.generation_id
+            WHERE p.thread_id = c.tid AND p.last_seq > p.read_seq
             ORDER BY g.ordinal
             LIMIT 1
         ) AS u

@@ -108,7 +108,11 @@ BEGIN
     WHERE md.id = v_model
     RETURNING * INTO v_run;
 
-    -- The run answers every offer standing for the thread: it reads all of its unread rows.
+    -- The run answers every offer standing for the thread, but it reads one generation: the
+    -- earliest with unread rows, from from_seq through through_seq. When it completes and an
+    -- ended generation of the thread is still unread, the completion offers the thread again
+    -- (shadow_runs_note_progress, functions/080_write_state.sql), so consecutive claims read a
+    -- thread's unread generations one after another without waiting for tick().
     DELETE FROM ember.shadow_signals WHERE thread_id = v_thread;
 
     v_plan := jsonb_build_object(

@@ -8,6 +8,10 @@
 -- standing or deferred, and no running run. That is what stops tick from offering the same thread
 -- every minute forever: an offer stands until a claim answers it, and a completed run leaves no
 -- unread rows. A thread whose runs keep failing is offered again, and failure backoff bounds that.
+--
+-- The walk starts from the unread generations (generation_progress, kept by the write path,
+-- functions/080_write_state.sql) through a partial index, so its cost follows the threads with
+-- unread rows, not the number of threads or messages ever written.
 CREATE OR REPLACE FUNCTION ember.shadow_tick_candidates(p_now timestamptz DEFAULT clock_timestamp())
 RETURNS TABLE (thread_id text, condition text)
 LANGUAGE sql STABLE
@@ -17,20 +21,25 @@ AS $$
         CASE
             WHEN t.status <> 'active' THEN 'thread-' || t.status
             WHEN EXISTS (
-                SELECT 1 FROM ember.generations AS g
-                WHERE g.thread_id = t.id AND g.ended_at IS NOT NULL
-                    AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
-                    > ember.shadow_read_position(t.id, g.id)
+                SELECT 1
+                FROM ember.generation_progress AS p
+                INNER JOIN ember.generations AS g ON g.id = p.generation_id
+                WHERE p.thread_id = t.id AND p.last_seq > p.read_seq AND g.ended_at IS NOT NULL
             ) THEN 'generation-ended'
             WHEN st.seen_generation_id IS DISTINCT FROM cur.id AND st.seen_generation_id IS NOT NULL
                 THEN 'generation-changed'
             WHEN greatest(
                 st.last_activity_at,
-                (SELECT max(m.created_at) FROM ember.messages AS m WHERE m.thread_id = t.id),
+                (SELECT max(p.last_message_at) FROM ember.generation_progress AS p WHERE p.thread_id = t.id),
                 t.created_at
             ) + ember.setting_interval('idle_before_digest') <= p_now THEN 'idle'
         END AS condition
-    FROM ember.threads AS t
+    FROM (
+        SELECT DISTINCT u.thread_id AS id
+        FROM ember.generation_progress AS u
+        WHERE u.last_seq > u.read_seq
+    ) AS unread
+    INNER JOIN ember.threads AS t ON t.id = unread.id
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
     LEFT JOIN ember.generations AS cur ON cur.thread_id = t.id AND cur.ended_at IS NULL
     WHERE EXISTS (SELECT 1 FROM ember.shadow_activation)
@@ -38,12 +47,6 @@ AS $$
         AND NOT EXISTS (SELECT 1 FROM ember.shadow_signals AS s WHERE s.thread_id = t.id)
         AND NOT EXISTS (
             SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = t.id AND r.status = 'running'
-        )
-        AND EXISTS (
-            SELECT 1 FROM ember.generations AS g
-            WHERE g.thread_id = t.id
-                AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
-                > ember.shadow_read_position(t.id, g.id)
         )
 $$;
 
@@ -118,10 +121,16 @@ BEGIN
         v_signalled := v_signalled || jsonb_build_object(rec.thread_id, rec.condition);
     END LOOP;
 
-    -- Remember each thread's current generation, so the next tick can tell that it changed.
+    -- Remember the current generation of each thread whose generation changed since the last
+    -- tick (the write path lists them in generation_changes), so the next tick can tell that it
+    -- changed. Every other thread's remembered generation is already its current one.
+    WITH changed AS (
+        DELETE FROM ember.generation_changes RETURNING thread_id
+    )
     INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at, seen_generation_id)
     SELECT t.id, t.created_at, g.id
-    FROM ember.threads AS t
+    FROM changed AS c
+    INNER JOIN ember.threads AS t ON t.id = c.thread_id
     INNER JOIN ember.generations AS g ON g.thread_id = t.id AND g.ended_at IS NULL
     WHERE NOT ember.shadow_excluded(t.id)
     ON CONFLICT (thread_id) DO UPDATE SET seen_generation_id = excluded.seen_generation_id

@@ -1,0 +1,116 @@
+-- Write-path state (issue 13): the figures tick(), shadow_ready() and claim_shadow_run() need,
+-- kept current by the statements that change them, in the same transaction. Kept in triggers
+-- rather than in append_message's body so that every writer (append_message, append_messages,
+-- copies, imports) maintains them the same way, and the host API stays about the host.
+--
+-- generation_progress.last_seq / last_message_at follow the rows of a generation; read_seq
+-- follows ember.shadow_read_position (cursor baselines and completed runs). Both only grow, so
+-- each update takes the greater value and concurrent writers cannot move them backwards.
+-- Appends to one thread already hold that thread's row lock (append_message, append_messages),
+-- so the generation's progress row is updated in seq order and invariant 8 is untouched.
+
+-- After an INSERT statement into messages: one upsert per generation the statement wrote to. A
+-- statement-level trigger with a transition table, so a bulk append of 10,000 rows does one
+-- upsert, not 10,000.
+CREATE OR REPLACE FUNCTION ember.messages_note_progress()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO ember.generation_progress AS p (
+        generation_id, thread_id, last_seq, last_message_at, read_seq
+    )
+    SELECT
+        n.generation_id,
+        min(n.thread_id),
+        max(n.seq),
+        max(n.created_at),
+        ember.shadow_read_position(min(n.thread_id), n.generation_id)
+    FROM new_rows AS n
+    GROUP BY n.generation_id
+    ON CONFLICT (generation_id) DO UPDATE SET
+        last_seq = greatest(p.last_seq, excluded.last_seq),
+        last_message_at = greatest(p.last_message_at, excluded.last_message_at);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_note_progress
+AFTER INSERT ON ember.messages
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION ember.messages_note_progress();
+
+-- A new generation (including a new thread's first) is a generation change tick() has to record.
+CREATE OR REPLACE FUNCTION ember.generations_note_change()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO ember.generation_changes (thread_id)
+    SELECT DISTINCT n.thread_id FROM new_rows AS n
+    ON CONFLICT (thread_id) DO NOTHING;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER generations_note_change
+AFTER INSERT ON ember.generations
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION ember.generations_note_change();
+
+-- A cursor's baseline is part of the read position (shadow_activate writes many at once).
+CREATE OR REPLACE FUNCTION ember.shadow_cursors_note_progress()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress AS p
+    SET read_seq = n.baseline_seq
+    FROM (
+        SELECT c.generation_id, max(c.baseline_seq) AS baseline_seq
+        FROM new_rows AS c GROUP BY c.generation_id
+    ) AS n
+    WHERE p.generation_id = n.generation_id AND p.read_seq < n.baseline_seq;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_cursors_note_progress
+AFTER INSERT ON ember.shadow_cursors
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION ember.shadow_cursors_note_progress();
+
+-- A completed run moves the read position of its generation to its through_seq. Then, if the
+-- thread still has an ended generation with unread rows, the thread is offered again at once
+-- (generation-ended): a claim reads one generation, and without this a thread with 30 unread
+-- sessions would wait for 30 ticks. Only ended generations are re-offered; rows of the open one
+-- wait for the turn boundary or idleness as always. Caller (submit_shadow_run) holds the thread.
+CREATE OR REPLACE FUNCTION ember.shadow_runs_note_progress()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress AS p
+    SET read_seq = new.through_seq
+    WHERE p.generation_id = new.generation_id AND p.read_seq < new.through_seq;
+    IF EXISTS (
+        SELECT 1
+        FROM ember.generation_progress AS p
+        INNER JOIN ember.generations AS g ON g.id = p.generation_id
+        WHERE p.thread_id = new.thread_id
+            AND p.last_seq > p.read_seq
+            AND g.ended_at IS NOT NULL
+    ) THEN
+        PERFORM ember.shadow_memory_changed(
+            new.thread_id, 'generation-ended', coalesce(new.finished_at, clock_timestamp())
+        );
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_runs_note_progress
+AFTER INSERT OR UPDATE OF status ON ember.shadow_runs
+FOR EACH ROW
+WHEN (new.status = 'completed')
+EXECUTE FUNCTION ember.shadow_runs_note_progress();
