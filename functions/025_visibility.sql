@@ -266,26 +266,54 @@ $$;
 -- re-read that traffic); other threads' rows are listed as a steward without a model would
 -- see them, i.e. only unlabelled ones. Create the steward thread (ensure_steward_thread) when
 -- the system starts, before main takes any conversation that should be remembered.
+--
+-- Cost: O(undigested rows), however many threads and digested rows the history holds. The
+-- threads with undigested rows are found through the partial index messages_undigested, the
+-- per-thread rules are evaluated once per such thread (MATERIALIZED: inlined, the planner would
+-- evaluate them once per row), and the rows are then read through the same index. When the
+-- steward exists and its model is tagged for every category there is, no thread can be hidden
+-- from it by labels (labels are categories), so hidden_reason_unchecked is not asked at all.
 CREATE OR REPLACE VIEW ember.backlog AS
-WITH steward AS (
+WITH steward AS MATERIALIZED (
     SELECT
         t.id,
         t.created_at,
         ember.viewer_tags(t.id) AS tags
     FROM ember.threads AS t
-    WHERE ember.is_steward_thread(t.id)
+    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
+    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
+    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
 ),
 
-readable AS (
+viewer AS MATERIALIZED (
     SELECT
-        t.id,
-        ember.is_label_carrier(t.id) AS carrier
-    FROM ember.threads AS t
-    LEFT JOIN steward AS s ON TRUE
+        s.id,
+        s.created_at,
+        coalesce(s.tags, '{}') AS tags,
+        s.id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM ember.categories AS c
+            WHERE NOT ARRAY[c.name] <@ coalesce(s.tags, '{}')
+        ) AS all_tagged
+    FROM (VALUES (1)) AS one (n)
+    LEFT JOIN steward AS s ON one.n = 1
+),
+
+undigested AS MATERIALIZED (
+    SELECT DISTINCT m.thread_id AS id
+    FROM ember.messages AS m
+    WHERE m.episode_id IS NULL
+),
+
+readable AS MATERIALIZED (
+    SELECT
+        u.id,
+        ember.is_label_carrier(u.id) AS carrier
+    FROM undigested AS u
+    CROSS JOIN viewer AS v
     WHERE
-        NOT ember.is_steward_thread(t.id)
-        AND NOT ember.is_isolated(t.id)
-        AND ember.hidden_reason_unchecked(s.id, t.id) IS NULL
+        NOT ember.is_steward_thread(u.id)
+        AND NOT ember.is_isolated(u.id)
+        AND (v.all_tagged OR ember.hidden_reason_unchecked(v.id, u.id) IS NULL)
 )
 
 SELECT
@@ -303,43 +331,86 @@ SELECT
     m.from_thread,
     m.categories,
     m.created_at
-FROM ember.messages AS m
-INNER JOIN readable AS r ON m.thread_id = r.id
+FROM readable AS r
+INNER JOIN ember.messages AS m ON r.id = m.thread_id
 INNER JOIN ember.generations AS g ON m.generation_id = g.id
-LEFT JOIN steward AS s ON TRUE
+CROSS JOIN viewer AS v
 WHERE
     m.episode_id IS NULL
-    AND g.labels <@ coalesce(s.tags, '{}')
-    AND (NOT r.carrier OR m.created_at > s.created_at);
+    AND g.labels <@ v.tags
+    AND (NOT r.carrier OR m.created_at > v.created_at);
 
 -- Undigested work that waits for a tagged model, and why: the "says why" of invariant 9. One
 -- row per thread whose undigested rows are kept out of the backlog only by labels (never an
 -- isolated thread, the steward's own, or main's rows from before the steward existed).
+--
+-- A row waits when it is undigested, its thread is one the backlog could read (not the steward's,
+-- not isolated, for a carrier only rows after the steward existed), and it is not in the backlog:
+-- its thread is hidden from the steward, or its labels are not all tagged on the steward's model.
+-- That is decided from the same per-thread rules as the backlog, row by row, in one pass over the
+-- undigested rows: never an anti-join against the backlog view, which the planner could turn into
+-- a nested loop over two sets of undigested rows.
 CREATE OR REPLACE VIEW ember.backlog_waiting AS
-WITH steward AS (
+WITH steward AS MATERIALIZED (
     SELECT
         t.id,
         t.created_at,
-        coalesce(t.model, 'none pinned') AS model
+        coalesce(t.model, 'none pinned') AS model,
+        ember.viewer_tags(t.id) AS tags
     FROM ember.threads AS t
-    WHERE ember.is_steward_thread(t.id)
+    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
+    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
+    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
+),
+
+-- With a steward whose model is tagged for every category, nothing waits: no thread is hidden
+-- from it and every row's labels are tagged. Then no undigested row is looked at.
+viewer AS MATERIALIZED (
+    SELECT
+        s.id,
+        s.created_at,
+        s.model,
+        coalesce(s.tags, '{}') AS tags
+    FROM (VALUES (1)) AS one (n)
+    LEFT JOIN steward AS s ON one.n = 1
+    WHERE s.id IS NULL OR EXISTS (
+            SELECT 1 FROM ember.categories AS c
+            WHERE NOT ARRAY[c.name] <@ coalesce(s.tags, '{}')
+        )
+),
+
+undigested AS MATERIALIZED (
+    SELECT DISTINCT m.thread_id AS id
+    FROM ember.messages AS m
+    WHERE m.episode_id IS NULL AND EXISTS (SELECT 1 FROM viewer)
+),
+
+candidates AS MATERIALIZED (
+    SELECT
+        u.id,
+        ember.is_label_carrier(u.id) AS carrier,
+        ember.hidden_reason_unchecked(v.id, u.id) AS hidden
+    FROM undigested AS u
+    CROSS JOIN viewer AS v
+    WHERE
+        NOT ember.is_steward_thread(u.id)
+        AND NOT ember.is_isolated(u.id)
 ),
 
 pending AS (
     SELECT
         m.thread_id,
         m.id,
-        g.labels AS categories
-    FROM ember.messages AS m
+        g.labels AS categories,
+        c.hidden
+    FROM candidates AS c
+    INNER JOIN ember.messages AS m ON c.id = m.thread_id
     INNER JOIN ember.generations AS g ON m.generation_id = g.id
-    LEFT JOIN steward AS s ON TRUE
-    LEFT JOIN ember.backlog AS b ON m.id = b.id
+    CROSS JOIN viewer AS v
     WHERE
         m.episode_id IS NULL
-        AND b.id IS NULL
-        AND NOT ember.is_steward_thread(m.thread_id)
-        AND NOT ember.is_isolated(m.thread_id)
-        AND (NOT ember.is_label_carrier(m.thread_id) OR m.created_at > s.created_at)
+        AND (NOT c.carrier OR m.created_at > v.created_at)
+        AND NOT (c.hidden IS NULL AND g.labels <@ v.tags)
 )
 
 SELECT
@@ -347,10 +418,10 @@ SELECT
     count(DISTINCT p.id)::integer AS waiting_rows,
     ember.label_set(array_agg(c.label) || ember.thread_call_labels(p.thread_id)) AS labels,
     coalesce(
-        ember.hidden_reason_unchecked(s.id, p.thread_id),
-        format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(s.model, 'none'))
+        p.hidden,
+        format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(v.model, 'none'))
     ) AS reason
 FROM pending AS p
 LEFT JOIN LATERAL unnest(p.categories) AS c (label) ON TRUE
-LEFT JOIN steward AS s ON TRUE
-GROUP BY p.thread_id, s.id, s.model;
+CROSS JOIN viewer AS v
+GROUP BY p.thread_id, p.hidden, v.model;

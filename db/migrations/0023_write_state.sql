@@ -29,9 +29,9 @@ CREATE TABLE ember.generation_changes (
 INSERT INTO ember.generation_progress (generation_id, thread_id, last_seq, last_message_at, read_seq)
 SELECT
     m.generation_id,
-    min(m.thread_id),
-    max(m.seq),
-    max(m.created_at),
+    min(m.thread_id) AS thread_id,
+    max(m.seq) AS last_seq,
+    max(m.created_at) AS last_message_at,
     greatest(
         coalesce((
             SELECT c.baseline_seq FROM ember.shadow_cursors AS c
@@ -41,7 +41,7 @@ SELECT
             SELECT max(r.through_seq) FROM ember.shadow_runs AS r
             WHERE r.generation_id = m.generation_id AND r.status = 'completed'
         ), 0)
-    )
+    ) AS read_seq
 FROM ember.messages AS m
 GROUP BY m.generation_id;
 
