@@ -1,0 +1,241 @@
+-- append_messages(): many rows into one thread in one call, under the same rules as
+-- append_message (functions/015_host.sql). Each element of p_rows is an object with the keys
+-- of append_message's parameters without the p_ prefix: role, content, author, blocks,
+-- tool_call_id, tool_name, tool_status, from_thread, and created_at (that row's p_now; the
+-- call's p_now when absent). Returns the new ids in the order of p_rows.
+--
+-- p_rows is json, not jsonb: a row's blocks are the provider's raw content blocks and are
+-- stored byte for byte, as append_message stores its json argument; jsonb would reorder their
+-- keys and drop their whitespace before they reach the table.
+--
+-- Every row is validated first, in one pass, and the first bad row (by index, counted from 0)
+-- refuses the whole call with the same SQLSTATE append_message raises for it, naming rows[i];
+-- nothing is written. Then the thread row is locked, as append_message locks it, and all rows
+-- are inserted by one INSERT ... SELECT in p_rows order, seq drawn under the lock: within the
+-- thread seq order is commit order (invariant 8), and the rows are contiguous in the thread.
+-- The row triggers that decide labels, flow and cancellation fire for each row as they do for
+-- a single append, and the write-path state (080_write_state.sql) is updated once per call.
+--
+-- One exception to the single statement: into a label carrier, a row received from another
+-- thread records a generation source (an AFTER trigger), and the rows after it must be stamped
+-- with what it brought; AFTER row triggers run only at the end of a statement, so such a call
+-- inserts its rows one statement each, in order.
+
+-- check_carrier_flow's refusal as a value: its message, or NULL when the flow is allowed.
+CREATE OR REPLACE FUNCTION ember.carrier_flow_error(p_from text, p_to text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM ember.check_carrier_flow(p_from, p_to);
+    RETURN NULL;
+EXCEPTION WHEN SQLSTATE 'EM024' THEN
+    RETURN SQLERRM;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.append_messages(
+    p_thread text,
+    p_rows json,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t ember.threads;
+    bad record;
+    v_generation uuid;
+    v_ids bigint[];
+    v_id bigint;
+    r record;
+BEGIN
+    PERFORM ember.require_now(p_now);
+    IF p_rows IS NULL OR json_typeof(p_rows) <> 'array' THEN
+        RAISE EXCEPTION 'thread "%": rows must be a JSON array of objects, got %',
+            p_thread, coalesce(json_typeof(p_rows), 'NULL')
+            USING ERRCODE = 'EM055';
+    END IF;
+
+    IF to_regclass('pg_temp.append_messages_rows') IS NULL THEN
+    CREATE TEMP TABLE append_messages_rows (
+        idx integer NOT NULL,
+        role text,
+        author text,
+        content text,
+        blocks json,
+        tool_call_id text,
+        tool_name text,
+        tool_status text,
+        from_thread text,
+        created_at timestamptz,
+        error_code text,
+        error text
+    ) ON COMMIT DROP;
+    END IF;
+    TRUNCATE append_messages_rows;
+
+    -- Shape first: every element an object with known keys of the right JSON types.
+    SELECT e.idx - 1 AS idx, e.value, (
+        CASE
+            WHEN json_typeof(e.value) <> 'object' THEN 'is ' || json_typeof(e.value) || ', not an object'
+            ELSE (
+                SELECT string_agg(format('unknown key "%s"', k), ', ' ORDER BY k)
+                FROM json_object_keys(e.value) AS k
+                WHERE k NOT IN (
+                    'role', 'content', 'author', 'blocks', 'tool_call_id', 'tool_name',
+                    'tool_status', 'from_thread', 'created_at'
+                )
+            )
+        END
+    ) AS problem
+    INTO bad
+    FROM json_array_elements(p_rows) WITH ORDINALITY AS e (value, idx)
+    WHERE json_typeof(e.value) <> 'object'
+        OR EXISTS (
+            SELECT 1 FROM json_object_keys(e.value) AS k
+            WHERE k NOT IN (
+                'role', 'content', 'author', 'blocks', 'tool_call_id', 'tool_name',
+                'tool_status', 'from_thread', 'created_at'
+            )
+        )
+        OR EXISTS (
+            SELECT 1 FROM json_each(e.value) AS f
+            WHERE f.key <> 'blocks' AND json_typeof(f.value) NOT IN ('string', 'null')
+        )
+    ORDER BY e.idx
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'thread "%": rows[%]: %', p_thread, bad.idx,
+            coalesce(bad.problem, 'has a non-string value; every field but blocks is a string or null')
+            USING ERRCODE = 'EM055',
+                  HINT = 'keys: role, content, author, blocks, tool_call_id, tool_name, tool_status, '
+                      || 'from_thread, created_at';
+    END IF;
+
+    BEGIN
+        INSERT INTO append_messages_rows (
+            idx, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+            from_thread, created_at
+        )
+        SELECT
+            e.idx - 1,
+            e.value ->> 'role',
+            coalesce(e.value ->> 'author', CASE e.value ->> 'role'
+                WHEN 'user' THEN 'human'
+                WHEN 'assistant' THEN 'agent'
+                ELSE 'system' END),
+            e.value ->> 'content',
+            CASE WHEN json_typeof(e.value -> 'blocks') <> 'null' THEN e.value -> 'blocks' END,
+            e.value ->> 'tool_call_id',
+            e.value ->> 'tool_name',
+            e.value ->> 'tool_status',
+            e.value ->> 'from_thread',
+            coalesce((e.value ->> 'created_at')::timestamptz, p_now)
+        FROM json_array_elements(p_rows) WITH ORDINALITY AS e (value, idx);
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+        FOR bad IN
+            SELECT e.idx - 1 AS idx, e.value ->> 'created_at' AS v
+            FROM json_array_elements(p_rows) WITH ORDINALITY AS e (value, idx)
+            WHERE e.value ->> 'created_at' IS NOT NULL
+            ORDER BY e.idx
+        LOOP
+            BEGIN
+                PERFORM bad.v::timestamptz;
+            EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow THEN
+                RAISE EXCEPTION 'thread "%": rows[%]: created_at "%" is not a timestamp',
+                    p_thread, bad.idx, bad.v
+                    USING ERRCODE = 'EM055';
+            END;
+        END LOOP;
+        RAISE;
+    END;
+
+    -- The checks of append_message, in its order, for every row at once; the first failing row
+    -- by index is reported.
+    UPDATE append_messages_rows AS a SET (error_code, error) = (
+        SELECT c.code, c.msg FROM (VALUES
+            (1, 'EM003', CASE WHEN a.role IS NULL OR a.role NOT IN ('user', 'assistant', 'tool_result', 'event')
+                THEN format('unknown role %s', coalesce('"' || a.role || '"', 'NULL')) END),
+            (2, 'EM004', CASE WHEN a.author NOT IN ('human', 'agent', 'system', 'main')
+                THEN format('unknown author "%s"', a.author) END),
+            (3, 'EM004', CASE WHEN a.author = 'human' AND a.role <> 'user'
+                THEN format('a %s row cannot have author human', a.role) END),
+            (4, 'EM008', CASE WHEN a.tool_status IS NOT NULL AND a.role <> 'tool_result'
+                THEN format('tool status "%s" on a %s row; only tool_result rows have one', a.tool_status, a.role) END),
+            (5, 'EM008', CASE WHEN a.role = 'tool_result'
+                    AND (a.tool_status IS NULL OR a.tool_status NOT IN ('ok', 'error', 'pending'))
+                THEN format('a tool_result row needs tool status ok, error or pending, got %s',
+                    coalesce('"' || a.tool_status || '"', 'none')) END),
+            (6, 'EM012', CASE WHEN a.content IS NULL THEN 'message content must not be null' END),
+            (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                THEN format('unknown from_thread "%s"', a.from_thread) END),
+            -- The flow rules the messages_carrier_flow trigger enforces, asked here first so that
+            -- the refusal names the row.
+            (8, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> p_thread
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                    AND ember.is_isolated(a.from_thread) AND NOT ember.is_isolated(p_thread)
+                THEN format('a row from isolated thread "%s" goes only to an isolated thread', a.from_thread) END),
+            (9, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> p_thread
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = p_thread)
+                THEN ember.carrier_flow_error(a.from_thread, p_thread) END)
+        ) AS c (ord, code, msg)
+        WHERE c.msg IS NOT NULL
+        ORDER BY c.ord
+        LIMIT 1
+    );
+    SELECT a.idx, a.error_code, a.error INTO bad
+    FROM append_messages_rows AS a WHERE a.error_code IS NOT NULL ORDER BY a.idx LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'thread "%": rows[%]: %', p_thread, bad.idx, bad.error
+            USING ERRCODE = bad.error_code;
+    END IF;
+
+    -- The same lock append_message takes: appends to one thread are serialized.
+    t := ember.lock_thread(p_thread);
+    IF t.status = 'archived' THEN
+        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
+            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM append_messages_rows) THEN
+        RETURN '{}';
+    END IF;
+    v_generation := ember.current_generation(p_thread, p_now);
+
+    IF ember.is_label_carrier(p_thread)
+       AND EXISTS (SELECT 1 FROM append_messages_rows AS a WHERE a.from_thread <> p_thread) THEN
+        v_ids := '{}';
+        FOR r IN SELECT * FROM append_messages_rows AS a ORDER BY a.idx LOOP
+            INSERT INTO ember.messages (
+                seq, thread_id, generation_id, role, author, content, blocks,
+                tool_call_id, tool_name, tool_status, from_thread, created_at
+            ) VALUES (
+                nextval('ember.message_seq'), p_thread, v_generation, r.role, r.author, r.content,
+                r.blocks, r.tool_call_id, r.tool_name, r.tool_status, r.from_thread, r.created_at
+            )
+            RETURNING id INTO v_id;
+            v_ids := v_ids || v_id;
+        END LOOP;
+        RETURN v_ids;
+    END IF;
+
+    -- nextval() is evaluated after the sort (a volatile target is computed above the Sort
+    -- node), so seq follows the index order of p_rows.
+    WITH ins AS (
+        INSERT INTO ember.messages (
+            seq, thread_id, generation_id, role, author, content, blocks,
+            tool_call_id, tool_name, tool_status, from_thread, created_at
+        )
+        SELECT
+            nextval('ember.message_seq'), p_thread, v_generation, a.role, a.author, a.content,
+            a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
+        FROM append_messages_rows AS a
+        ORDER BY a.idx
+        RETURNING id, seq
+    )
+    SELECT array_agg(ins.id ORDER BY ins.seq) INTO v_ids FROM ins;
+    RETURN v_ids;
+END;
+$$;
