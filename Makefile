@@ -9,7 +9,7 @@ EMBER := $(BIN)/ember
 TEST_DB ?= ember_test
 STAMP := $(VENV)/.installed
 
-.PHONY: setup db migrate test pgtap pytest lint clean
+.PHONY: setup db migrate test pgtap pytest lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ lint: $(STAMP)
 	@$(BIN)/ruff check worker tests
 	@$(BIN)/ruff format --check worker tests
 	@$(BIN)/mypy
+
+## bench: run every bench/b*.py (each in its own scratch database) and write docs/benchmarks.md
+bench: $(STAMP)
+	@$(BIN)/python bench/run.py
 
 ## clean: stop the embedded database and remove it, the venv and caches
 clean:

@@ -113,7 +113,7 @@ BEGIN
                 p.last_seq AS max_seq
             FROM ember.generation_progress AS p
             INNER JOIN ember.generations AS g ON g.id = p.generation_id
-            WHERE p.thread_id = c.tid AND p.last_seq > p.read_seq
+            WHERE p.thread_id = c.tid AND p.unread
             ORDER BY g.ordinal
             LIMIT 1
         ) AS u

@@ -24,7 +24,7 @@ AS $$
                 SELECT 1
                 FROM ember.generation_progress AS p
                 INNER JOIN ember.generations AS g ON g.id = p.generation_id
-                WHERE p.thread_id = t.id AND p.last_seq > p.read_seq AND g.ended_at IS NOT NULL
+                WHERE p.thread_id = t.id AND p.unread AND g.ended_at IS NOT NULL
             ) THEN 'generation-ended'
             WHEN st.seen_generation_id IS DISTINCT FROM cur.id AND st.seen_generation_id IS NOT NULL
                 THEN 'generation-changed'
@@ -37,7 +37,7 @@ AS $$
     FROM (
         SELECT DISTINCT u.thread_id AS id
         FROM ember.generation_progress AS u
-        WHERE u.last_seq > u.read_seq
+        WHERE u.unread
     ) AS unread
     INNER JOIN ember.threads AS t ON t.id = unread.id
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id

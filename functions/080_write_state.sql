@@ -98,7 +98,7 @@ BEGIN
         FROM ember.generation_progress AS p
         INNER JOIN ember.generations AS g ON g.id = p.generation_id
         WHERE p.thread_id = new.thread_id
-            AND p.last_seq > p.read_seq
+            AND p.unread
             AND g.ended_at IS NOT NULL
     ) THEN
         PERFORM ember.shadow_memory_changed(

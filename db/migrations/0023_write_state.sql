@@ -11,12 +11,16 @@ CREATE TABLE ember.generation_progress (
     thread_id text NOT NULL,
     last_seq bigint NOT NULL,
     last_message_at timestamptz NOT NULL,
-    read_seq bigint NOT NULL DEFAULT 0
+    read_seq bigint NOT NULL DEFAULT 0,
+    -- Stored rather than written as last_seq > read_seq in each query: the planner keeps
+    -- statistics on a column, not on a comparison of two, and with the default one-in-three
+    -- guess for the comparison it scanned every thread to find the twenty with work.
+    unread boolean GENERATED ALWAYS AS (last_seq > read_seq) STORED
 );
 
 CREATE INDEX generation_progress_thread ON ember.generation_progress (thread_id);
 CREATE INDEX generation_progress_unread ON ember.generation_progress (thread_id)
-WHERE last_seq > read_seq;
+WHERE unread;
 
 -- Threads whose open generation changed (or that were created) since tick() last recorded the
 -- generation it saw: tick() remembers the current generation of these only, instead of upserting
