@@ -16,21 +16,36 @@ CREATE OR REPLACE FUNCTION ember.messages_note_progress()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    v_updated integer;
 BEGIN
-    INSERT INTO ember.generation_progress AS p (
-        generation_id, thread_id, last_seq, last_message_at, read_seq
-    )
-    SELECT
-        n.generation_id,
-        min(n.thread_id),
-        max(n.seq),
-        max(n.created_at),
-        ember.shadow_read_position(min(n.thread_id), n.generation_id)
-    FROM new_rows AS n
-    GROUP BY n.generation_id
-    ON CONFLICT (generation_id) DO UPDATE SET
-        last_seq = greatest(p.last_seq, excluded.last_seq),
-        last_message_at = greatest(p.last_message_at, excluded.last_message_at);
+    -- The common case is a generation that already has rows: a plain update. Only a
+    -- generation's first rows take the insert, which also asks for its read position.
+    UPDATE ember.generation_progress AS p SET
+        last_seq = greatest(p.last_seq, n.last_seq),
+        last_message_at = greatest(p.last_message_at, n.last_message_at)
+    FROM (
+        SELECT x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at
+        FROM new_rows AS x GROUP BY x.generation_id
+    ) AS n
+    WHERE p.generation_id = n.generation_id;
+    GET DIAGNOSTICS v_updated = ROW_COUNT;
+    IF v_updated < (SELECT count(DISTINCT x.generation_id) FROM new_rows AS x) THEN
+        INSERT INTO ember.generation_progress AS p (
+            generation_id, thread_id, last_seq, last_message_at, read_seq
+        )
+        SELECT
+            n.generation_id,
+            min(n.thread_id),
+            max(n.seq),
+            max(n.created_at),
+            ember.shadow_read_position(min(n.thread_id), n.generation_id)
+        FROM new_rows AS n
+        GROUP BY n.generation_id
+        ON CONFLICT (generation_id) DO UPDATE SET
+            last_seq = greatest(p.last_seq, excluded.last_seq),
+            last_message_at = greatest(p.last_message_at, excluded.last_message_at);
+    END IF;
     RETURN NULL;
 END;
 $$;

@@ -34,6 +34,80 @@ EXCEPTION WHEN SQLSTATE 'EM024' THEN
 END;
 $$;
 
+-- The staging table of a bulk write (append_messages, import): one row per message to write,
+-- in the session's temporary schema, emptied for each use and dropped at commit.
+CREATE OR REPLACE FUNCTION ember.staged_rows_reset()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF to_regclass('pg_temp.staged_rows') IS NULL THEN
+        CREATE TEMP TABLE staged_rows (
+            idx integer NOT NULL,
+            thread_id text,
+            generation_id uuid,
+            role text,
+            author text,
+            content text,
+            blocks json,
+            tool_call_id text,
+            tool_name text,
+            tool_status text,
+            from_thread text,
+            created_at timestamptz,
+            error_code text,
+            error text
+        ) ON COMMIT DROP;
+    END IF;
+    TRUNCATE staged_rows;
+END;
+$$;
+
+-- append_message's checks, in its order, for every staged row at once: the first failing check
+-- of each row sets its error_code (append_message's SQLSTATE for it) and error. One UPDATE over
+-- the set rather than a function call per row. Rows that already have an error keep it.
+CREATE OR REPLACE FUNCTION ember.staged_rows_check()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE staged_rows AS a SET (error_code, error) = (
+        SELECT c.code, c.msg FROM (VALUES
+            (1, 'EM003', CASE WHEN a.role IS NULL OR a.role NOT IN ('user', 'assistant', 'tool_result', 'event')
+                THEN format('unknown role %s', coalesce('"' || a.role || '"', 'NULL')) END),
+            (2, 'EM004', CASE WHEN a.author NOT IN ('human', 'agent', 'system', 'main')
+                THEN format('unknown author "%s"', a.author) END),
+            (3, 'EM004', CASE WHEN a.author = 'human' AND a.role <> 'user'
+                THEN format('a %s row cannot have author human', a.role) END),
+            (4, 'EM008', CASE WHEN a.tool_status IS NOT NULL AND a.role <> 'tool_result'
+                THEN format('tool status "%s" on a %s row; only tool_result rows have one', a.tool_status, a.role) END),
+            (5, 'EM008', CASE WHEN a.role = 'tool_result'
+                    AND (a.tool_status IS NULL OR a.tool_status NOT IN ('ok', 'error', 'pending'))
+                THEN format('a tool_result row needs tool status ok, error or pending, got %s',
+                    coalesce('"' || a.tool_status || '"', 'none')) END),
+            (6, 'EM012', CASE WHEN a.content IS NULL THEN 'message content must not be null' END),
+            (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
+                    AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                THEN format('unknown from_thread "%s"', a.from_thread) END),
+            -- The flow rules the messages_carrier_flow trigger enforces, asked here first so that
+            -- the refusal names the row.
+            (8, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                    AND ember.is_isolated(a.from_thread) AND NOT ember.is_isolated(a.thread_id)
+                THEN format('a row from isolated thread "%s" goes only to an isolated thread', a.from_thread) END),
+            (9, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.thread_id)
+                THEN ember.carrier_flow_error(a.from_thread, a.thread_id) END)
+        ) AS c (ord, code, msg)
+        WHERE c.msg IS NOT NULL
+        ORDER BY c.ord
+        LIMIT 1
+    )
+    WHERE a.error_code IS NULL;
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION ember.append_messages(
     p_thread text,
     p_rows json,
@@ -57,23 +131,7 @@ BEGIN
             USING ERRCODE = 'EM055';
     END IF;
 
-    IF to_regclass('pg_temp.append_messages_rows') IS NULL THEN
-    CREATE TEMP TABLE append_messages_rows (
-        idx integer NOT NULL,
-        role text,
-        author text,
-        content text,
-        blocks json,
-        tool_call_id text,
-        tool_name text,
-        tool_status text,
-        from_thread text,
-        created_at timestamptz,
-        error_code text,
-        error text
-    ) ON COMMIT DROP;
-    END IF;
-    TRUNCATE append_messages_rows;
+    PERFORM ember.staged_rows_reset();
 
     -- Shape first: every element an object with known keys of the right JSON types.
     SELECT e.idx - 1 AS idx, e.value, (
@@ -114,12 +172,13 @@ BEGIN
     END IF;
 
     BEGIN
-        INSERT INTO append_messages_rows (
-            idx, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+        INSERT INTO staged_rows (
+            idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
             from_thread, created_at
         )
         SELECT
             e.idx - 1,
+            p_thread,
             e.value ->> 'role',
             coalesce(e.value ->> 'author', CASE e.value ->> 'role'
                 WHEN 'user' THEN 'human'
@@ -151,43 +210,9 @@ BEGIN
         RAISE;
     END;
 
-    -- The checks of append_message, in its order, for every row at once; the first failing row
-    -- by index is reported.
-    UPDATE append_messages_rows AS a SET (error_code, error) = (
-        SELECT c.code, c.msg FROM (VALUES
-            (1, 'EM003', CASE WHEN a.role IS NULL OR a.role NOT IN ('user', 'assistant', 'tool_result', 'event')
-                THEN format('unknown role %s', coalesce('"' || a.role || '"', 'NULL')) END),
-            (2, 'EM004', CASE WHEN a.author NOT IN ('human', 'agent', 'system', 'main')
-                THEN format('unknown author "%s"', a.author) END),
-            (3, 'EM004', CASE WHEN a.author = 'human' AND a.role <> 'user'
-                THEN format('a %s row cannot have author human', a.role) END),
-            (4, 'EM008', CASE WHEN a.tool_status IS NOT NULL AND a.role <> 'tool_result'
-                THEN format('tool status "%s" on a %s row; only tool_result rows have one', a.tool_status, a.role) END),
-            (5, 'EM008', CASE WHEN a.role = 'tool_result'
-                    AND (a.tool_status IS NULL OR a.tool_status NOT IN ('ok', 'error', 'pending'))
-                THEN format('a tool_result row needs tool status ok, error or pending, got %s',
-                    coalesce('"' || a.tool_status || '"', 'none')) END),
-            (6, 'EM012', CASE WHEN a.content IS NULL THEN 'message content must not be null' END),
-            (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
-                    AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
-                THEN format('unknown from_thread "%s"', a.from_thread) END),
-            -- The flow rules the messages_carrier_flow trigger enforces, asked here first so that
-            -- the refusal names the row.
-            (8, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> p_thread
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
-                    AND ember.is_isolated(a.from_thread) AND NOT ember.is_isolated(p_thread)
-                THEN format('a row from isolated thread "%s" goes only to an isolated thread', a.from_thread) END),
-            (9, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> p_thread
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = p_thread)
-                THEN ember.carrier_flow_error(a.from_thread, p_thread) END)
-        ) AS c (ord, code, msg)
-        WHERE c.msg IS NOT NULL
-        ORDER BY c.ord
-        LIMIT 1
-    );
+    PERFORM ember.staged_rows_check();
     SELECT a.idx, a.error_code, a.error INTO bad
-    FROM append_messages_rows AS a WHERE a.error_code IS NOT NULL ORDER BY a.idx LIMIT 1;
+    FROM staged_rows AS a WHERE a.error_code IS NOT NULL ORDER BY a.idx LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'thread "%": rows[%]: %', p_thread, bad.idx, bad.error
             USING ERRCODE = bad.error_code;
@@ -199,15 +224,15 @@ BEGIN
         RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
             USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM append_messages_rows) THEN
+    IF NOT EXISTS (SELECT 1 FROM staged_rows) THEN
         RETURN '{}';
     END IF;
     v_generation := ember.current_generation(p_thread, p_now);
 
     IF ember.is_label_carrier(p_thread)
-       AND EXISTS (SELECT 1 FROM append_messages_rows AS a WHERE a.from_thread <> p_thread) THEN
+       AND EXISTS (SELECT 1 FROM staged_rows AS a WHERE a.from_thread <> p_thread) THEN
         v_ids := '{}';
-        FOR r IN SELECT * FROM append_messages_rows AS a ORDER BY a.idx LOOP
+        FOR r IN SELECT * FROM staged_rows AS a ORDER BY a.idx LOOP
             INSERT INTO ember.messages (
                 seq, thread_id, generation_id, role, author, content, blocks,
                 tool_call_id, tool_name, tool_status, from_thread, created_at
@@ -231,7 +256,7 @@ BEGIN
         SELECT
             nextval('ember.message_seq'), p_thread, v_generation, a.role, a.author, a.content,
             a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
-        FROM append_messages_rows AS a
+        FROM staged_rows AS a
         ORDER BY a.idx
         RETURNING id, seq
     )

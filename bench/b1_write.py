@@ -1,0 +1,116 @@
+"""B1: the write path against a plain INSERT.
+
+Single rows: append_message, one row per autocommit statement, against a plain single-row INSERT
+into a table of the same shape with the same indexes and no triggers. Bulk: append_messages of
+10,000 rows against one multi-row INSERT of the same rows into that table. The two sides run
+interleaved in rounds, so a noisy neighbour slows both alike.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import psycopg
+from _support import scratch_database, verdict, write_section
+
+SINGLE_ROUNDS = 20
+SINGLE_PER_ROUND = 100
+BULK_ROWS = 10_000
+BULK_ROUNDS = 5
+
+PLAIN_ONE = (
+    "INSERT INTO bench_plain (seq, thread_id, generation_id, role, author, content, created_at) "
+    "VALUES (nextval('ember.message_seq'), %s, %s, 'assistant', 'agent', %s, clock_timestamp())"
+)
+
+
+def main() -> None:
+    with scratch_database("ember_bench_b1") as url, psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT ember.create_thread('w', 'side')")
+        conn.execute("SELECT ember.create_thread('p', 'side')")
+        row = conn.execute("SELECT ember.current_generation('p')").fetchone()
+        assert row is not None
+        generation = row[0]
+        conn.execute("CREATE TABLE bench_plain (LIKE ember.messages INCLUDING ALL)")
+        text = "an ordinary assistant reply of a realistic length, about one line of text"
+
+        api = plain = 0.0
+        for r in range(SINGLE_ROUNDS):
+            start = time.perf_counter()
+            for i in range(SINGLE_PER_ROUND):
+                conn.execute("SELECT ember.append_message('w', 'assistant', %s)", (f"{text} {r}.{i}",))
+            api += time.perf_counter() - start
+            start = time.perf_counter()
+            for i in range(SINGLE_PER_ROUND):
+                conn.execute(PLAIN_ONE, ("p", generation, f"{text} {r}.{i}"))
+            plain += time.perf_counter() - start
+        n = SINGLE_ROUNDS * SINGLE_PER_ROUND
+        single_ratio = api / plain
+        print(
+            f"B1 single: append_message {n / api:,.0f} rows/s, plain INSERT {n / plain:,.0f} rows/s, "
+            f"ratio {single_ratio:.2f}"
+        )
+
+        bulk_api: list[float] = []
+        bulk_plain: list[float] = []
+        values = ", ".join(
+            ["(nextval('ember.message_seq'), %s, %s, 'assistant', 'agent', %s, clock_timestamp())"]
+            * BULK_ROWS
+        )
+        multi = (
+            "INSERT INTO bench_plain (seq, thread_id, generation_id, role, author, content, "
+            "created_at) VALUES " + values
+        )
+        for r in range(BULK_ROUNDS):
+            rows = [
+                {"role": "assistant" if i % 2 else "user", "content": f"{text} {r}.{i}"}
+                for i in range(BULK_ROWS)
+            ]
+            payload = json.dumps(rows)
+            start = time.perf_counter()
+            conn.execute("SELECT ember.append_messages('w', %s::json)", (payload,))
+            bulk_api.append(time.perf_counter() - start)
+            params: list[object] = []
+            for i in range(BULK_ROWS):
+                params += ["p", generation, f"{text} {r}.{i}"]
+            start = time.perf_counter()
+            conn.execute(multi, params)
+            bulk_plain.append(time.perf_counter() - start)
+        api_s = statistics.median(bulk_api)
+        plain_s = statistics.median(bulk_plain)
+        bulk_ratio = api_s / plain_s
+        print(
+            f"B1 bulk ({BULK_ROWS} rows): append_messages {api_s * 1000:.0f} ms "
+            f"({BULK_ROWS / api_s:,.0f} rows/s), multi-row INSERT {plain_s * 1000:.0f} ms, "
+            f"ratio {bulk_ratio:.2f}"
+        )
+        count = conn.execute("SELECT count(*) FROM ember.messages WHERE thread_id = 'w'").fetchone()
+        assert count is not None and count[0] == n + BULK_ROWS * BULK_ROUNDS
+
+    write_section(
+        "b1",
+        "\n".join(
+            [
+                "## B1: write path",
+                "",
+                "Against a table of the same shape with the same indexes and no triggers, the two",
+                "sides interleaved in rounds. Half the bulk rows are human user rows (each one",
+                "withdraws the thread's shadow work, as a single append does).",
+                "",
+                "| | Ember | plain INSERT | ratio | target |",
+                "|---|---|---|---|---|",
+                f"| one row per autocommit statement ({n} rows) | {n / api:,.0f} rows/s | "
+                f"{n / plain:,.0f} rows/s | {single_ratio:.2f} | ≤ 1.5: "
+                f"{verdict(single_ratio, 1.5)} |",
+                f"| {BULK_ROWS:,} rows in one call (median of {BULK_ROUNDS}) | "
+                f"{api_s * 1000:.0f} ms | {plain_s * 1000:.0f} ms | {bulk_ratio:.2f} | ≤ 3: "
+                f"{verdict(bulk_ratio, 3)} |",
+            ]
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()
