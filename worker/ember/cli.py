@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ember.config import database_url, uses_embedded
@@ -109,6 +110,47 @@ def _compare_report(
         print_tables(report, Console())
     else:
         print(f"wrote {html_file}")
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from ember.transfer import ImportFileError, run_import
+
+    try:
+        with psycopg.connect(database_url()) as conn:
+            result = run_import(conn, Path(args.file), partial=args.partial)
+    except ImportFileError as exc:
+        print(f"ember import: {args.file}: {exc}", file=sys.stderr)
+        return 1
+    for line, reason in result.rejected:
+        print(f"{args.file}:{line}: {reason}", file=sys.stderr)
+    if not result.written:
+        print(
+            f"ember import: {len(result.rejected)} line(s) rejected; nothing imported "
+            "(--partial imports the valid lines)",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"imported {result.threads} threads, {result.generations} generations, "
+        f"{result.messages} messages ({result.present} already present, "
+        f"{len(result.rejected)} lines rejected)"
+    )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from ember.transfer import export_to
+
+    with psycopg.connect(database_url()) as conn:
+        if args.output == "-":
+            export_to(conn, sys.stdout)
+        else:
+            with open(args.output, "w", encoding="utf-8", newline="\n") as out:
+                export_to(conn, out)
     return 0
 
 
@@ -158,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     from ember.worker.cli import add_parser as add_worker_parser
 
     add_worker_parser(sub).set_defaults(func=_cmd_worker)
+
+    imp = sub.add_parser("import", help="import threads and messages from Ember JSONL")
+    imp.add_argument("file", help="the JSONL file (docs/import-format.md)")
+    imp.add_argument(
+        "--partial", action="store_true", help="import the valid lines and report the rejected ones"
+    )
+    imp.set_defaults(func=_cmd_import)
+
+    exp = sub.add_parser("export", help="write every thread and message as Ember JSONL")
+    exp.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
+    exp.set_defaults(func=_cmd_export)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser

@@ -138,3 +138,12 @@ SEARCH_MEMORY: LiteralString = (
     "SELECT fact_id, text, evidence_kind, categories, score FROM "
     "ember.search_memory(%s, %s, %s::vector, %s)"
 )
+
+# --- import and export (issue 13) ---
+
+IMPORT_STAGE: LiteralString = (
+    "CREATE TEMP TABLE import_lines (lineno integer PRIMARY KEY, line text NOT NULL) ON COMMIT DROP"
+)
+IMPORT_COPY: LiteralString = "COPY import_lines (lineno, line) FROM STDIN"
+IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s)"
+EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"

@@ -1,0 +1,456 @@
+-- Import and export of threads, generations and messages (docs/import-format.md).
+--
+-- `ember import` checks the header line, COPYs every other line into the temporary table
+-- pg_temp.import_lines (lineno, line), and calls import_staged(): every line is parsed and
+-- checked set-based, every rejected line is reported with its number and reason, and then
+-- (unless a line was rejected and p_partial is false) the accepted records are written:
+-- threads through create_thread, generations by one INSERT, messages through the same staged
+-- checks as append_messages (staged_rows_check) and one INSERT ... SELECT in file order under
+-- the threads' row locks, so every row trigger (labels, flow, cancellation, write-path state)
+-- runs as for append_message, and seq follows the file's order.
+--
+-- Records are identified so that importing the same file again changes nothing: a thread by
+-- its id, a generation by its thread and ordinal, a message by its thread, generation and
+-- position in that generation (its n-th message in file order is the generation's n-th row).
+
+-- The JSON type of each field per record type: s string, S string or null, n number.
+CREATE OR REPLACE FUNCTION ember.import_fields(p_type text)
+RETURNS TABLE (field text, kind text, required boolean)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.field, f.kind, f.required
+    FROM (VALUES
+        ('thread', 'type', 's', true), ('thread', 'id', 's', true), ('thread', 'kind', 's', true),
+        ('thread', 'title', 'S', false), ('thread', 'category', 'S', false),
+        ('thread', 'seal_tier', 'S', false), ('thread', 'model', 'S', false),
+        ('thread', 'status', 'S', false), ('thread', 'created_at', 's', true),
+        ('generation', 'type', 's', true), ('generation', 'thread', 's', true),
+        ('generation', 'ordinal', 'n', true), ('generation', 'started_at', 's', true),
+        ('generation', 'ended_at', 'S', false),
+        ('message', 'type', 's', true), ('message', 'thread', 's', true),
+        ('message', 'generation', 'n', true), ('message', 'role', 's', true),
+        ('message', 'author', 'S', false), ('message', 'content', 's', true),
+        ('message', 'blocks', 'S', false), ('message', 'tool_call_id', 'S', false),
+        ('message', 'tool_name', 'S', false), ('message', 'tool_status', 'S', false),
+        ('message', 'from_thread', 'S', false), ('message', 'created_at', 's', true)
+    ) AS f (type, field, kind, required)
+    WHERE f.type = p_type
+$$;
+
+-- Why a record's fields are malformed (unknown, missing, wrong JSON type, bad timestamp or
+-- number), or NULL.
+CREATE OR REPLACE FUNCTION ember.import_record_error(p_type text, p_record json)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT format('unknown field "%s" in a %s record', k, p_type)
+         FROM json_object_keys(p_record) AS k
+         WHERE k NOT IN (SELECT f.field FROM ember.import_fields(p_type) AS f)
+         ORDER BY k LIMIT 1),
+        (SELECT format('a %s record needs "%s"', p_type, f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.required AND coalesce(json_typeof(p_record -> f.field), 'null') = 'null'
+         LIMIT 1),
+        (SELECT format('"%s" must be %s, not %s', f.field,
+                CASE f.kind WHEN 'n' THEN 'a whole number' ELSE 'a string' END
+                || CASE WHEN f.kind = 'S' THEN ' or null' ELSE '' END,
+                json_typeof(p_record -> f.field))
+         FROM ember.import_fields(p_type) AS f
+         WHERE p_record -> f.field IS NOT NULL AND json_typeof(p_record -> f.field) <> 'null'
+             AND json_typeof(p_record -> f.field) <> CASE f.kind WHEN 'n' THEN 'number' ELSE 'string' END
+         LIMIT 1),
+        (SELECT format('"%s" is not a whole number: %s', f.field, p_record ->> f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.kind = 'n' AND json_typeof(p_record -> f.field) = 'number'
+             AND NOT (p_record ->> f.field ~ '^[0-9]{1,9}$')
+         LIMIT 1),
+        (SELECT format('"%s" is not a timestamp: %s', f.field, p_record ->> f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.field IN ('created_at', 'started_at', 'ended_at')
+             AND json_typeof(p_record -> f.field) = 'string'
+             AND NOT pg_input_is_valid(p_record ->> f.field, 'timestamptz')
+         LIMIT 1),
+        (SELECT '"blocks" must hold JSON text'
+         WHERE p_type = 'message' AND json_typeof(p_record -> 'blocks') = 'string'
+             AND NOT pg_input_is_valid(p_record ->> 'blocks', 'json'))
+    )
+$$;
+
+CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT false)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+    v_threads integer := 0;
+    v_generations integer := 0;
+    v_messages integer := 0;
+    v_present integer := 0;
+    v_rejected jsonb;
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations;
+
+    -- 1. Every line: JSON, an object, a known type, well-formed fields.
+    CREATE TEMP TABLE import_records ON COMMIT DROP AS
+    SELECT l.lineno, j.doc, j.doc ->> 'type' AS type, CASE
+            WHEN j.doc IS NULL THEN 'not JSON'
+            WHEN json_typeof(j.doc) <> 'object' THEN 'not a JSON object but ' || json_typeof(j.doc)
+            WHEN json_typeof(j.doc -> 'type') IS DISTINCT FROM 'string'
+                OR j.doc ->> 'type' NOT IN ('thread', 'generation', 'message')
+                THEN 'unknown record type ' || coalesce((j.doc -> 'type')::text, '(none)')
+            ELSE ember.import_record_error(j.doc ->> 'type', j.doc)
+        END AS error
+    FROM pg_temp.import_lines AS l
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN pg_input_is_valid(l.line, 'json') THEN l.line::json END AS doc
+    ) AS j;
+
+    -- 2. Threads. A thread already stored with the same kind is present; with another kind, or
+    -- a second record of the same id, the line is rejected. Field values are checked here by
+    -- the rules create_thread applies, so that a rejection names the line.
+    CREATE TEMP TABLE import_threads ON COMMIT DROP AS
+    SELECT
+        x.lineno, x.doc ->> 'id' AS id, x.doc ->> 'kind' AS kind, x.doc ->> 'title' AS title,
+        x.doc ->> 'category' AS category, coalesce(x.doc ->> 'seal_tier', 'open') AS seal_tier,
+        x.doc ->> 'model' AS model, coalesce(x.doc ->> 'status', 'active') AS status,
+        (x.doc ->> 'created_at')::timestamptz AS created_at,
+        t.kind AS stored_kind, t.id IS NOT NULL AS stored
+    FROM import_records AS x
+    LEFT JOIN ember.threads AS t ON t.id = x.doc ->> 'id'
+    WHERE x.type = 'thread' AND x.error IS NULL;
+
+    UPDATE import_records AS x SET error = c.error
+    FROM (
+        SELECT it.lineno, CASE
+            WHEN btrim(it.id) = '' THEN 'a thread id must be a non-empty string'
+            WHEN first_line.lineno < it.lineno
+                THEN format('thread "%s" is already defined on line %s', it.id, first_line.lineno)
+            WHEN it.stored AND it.stored_kind <> it.kind
+                THEN format('thread "%s" is stored with kind %s, not %s', it.id, it.stored_kind, it.kind)
+            WHEN it.stored THEN NULL
+            WHEN it.kind NOT IN ('main', 'side', 'task')
+                THEN format('thread "%s": unknown kind "%s" (main, side, task)', it.id, it.kind)
+            WHEN it.seal_tier NOT IN ('open', 'isolated')
+                THEN format('thread "%s": unknown seal tier "%s"', it.id, it.seal_tier)
+            WHEN it.status NOT IN ('active', 'ended', 'archived')
+                THEN format('thread "%s": unknown status "%s"', it.id, it.status)
+            WHEN it.category IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.categories AS k WHERE k.name = it.category)
+                THEN format('thread "%s": unknown category "%s"', it.id, it.category)
+            WHEN it.model IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.models AS md WHERE md.id = it.model)
+                THEN format('thread "%s": unknown model "%s"', it.id, it.model)
+            WHEN it.kind = 'main' AND (
+                    EXISTS (SELECT 1 FROM ember.threads AS m WHERE m.kind = 'main')
+                    OR EXISTS (SELECT 1 FROM import_threads AS o WHERE o.kind = 'main' AND o.lineno < it.lineno))
+                THEN format('thread "%s": a main thread already exists', it.id)
+        END AS error
+        FROM import_threads AS it
+        CROSS JOIN LATERAL (
+            SELECT min(o.lineno) AS lineno FROM import_threads AS o WHERE o.id = it.id
+        ) AS first_line
+    ) AS c
+    WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
+    DELETE FROM import_threads AS it
+    WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = it.lineno AND x.error IS NOT NULL);
+
+    -- 3. Generations: of a known thread (stored, or accepted above), numbered on from what is
+    -- stored, only the last one open. A stored generation with the same start is present.
+    CREATE TEMP TABLE import_generations ON COMMIT DROP AS
+    SELECT
+        x.lineno, x.doc ->> 'thread' AS thread_id, (x.doc ->> 'ordinal')::integer AS ordinal,
+        (x.doc ->> 'started_at')::timestamptz AS started_at,
+        (x.doc ->> 'ended_at')::timestamptz AS ended_at,
+        g.id AS stored_id, g.started_at AS stored_started_at, g.ended_at AS stored_ended_at,
+        NULL::uuid AS generation_id
+    FROM import_records AS x
+    LEFT JOIN ember.generations AS g
+        ON g.thread_id = x.doc ->> 'thread' AND g.ordinal = (x.doc ->> 'ordinal')::integer
+    WHERE x.type = 'generation' AND x.error IS NULL;
+
+    UPDATE import_records AS x SET error = c.error
+    FROM (
+        SELECT ig.lineno, CASE
+            WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = ig.thread_id)
+                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = ig.thread_id)
+                THEN format('unknown thread "%s"', ig.thread_id)
+            WHEN EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = ig.thread_id AND it.lineno > ig.lineno)
+                THEN format('generation %s of thread "%s" comes before the thread''s record', ig.ordinal, ig.thread_id)
+            WHEN ig.ended_at < ig.started_at
+                THEN format('generation %s of thread "%s" ends (%s) before it starts (%s)',
+                    ig.ordinal, ig.thread_id, ig.ended_at, ig.started_at)
+            WHEN ig.stored_id IS NOT NULL AND ig.stored_started_at <> ig.started_at
+                AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.generation_id = ig.stored_id)
+                THEN format('generation %s of thread "%s" is stored with start %s, not %s',
+                    ig.ordinal, ig.thread_id, ig.stored_started_at, ig.started_at)
+            WHEN prev.ordinal IS NOT NULL AND ig.ordinal <> prev.ordinal + 1
+                THEN format('generation %s of thread "%s" follows generation %s', ig.ordinal, ig.thread_id, prev.ordinal)
+            WHEN prev.ordinal IS NULL AND (ig.ordinal < 1 OR ig.ordinal > coalesce(stored.ordinal, 0) + 1)
+                THEN format('generation %s of thread "%s" follows generation %s', ig.ordinal, ig.thread_id,
+                    coalesce(stored.ordinal, 0))
+            WHEN prev.ordinal IS NOT NULL AND prev.ended_at IS NULL
+                THEN format('generation %s of thread "%s" follows generation %s, which has not ended',
+                    ig.ordinal, ig.thread_id, prev.ordinal)
+        END AS error
+        FROM import_generations AS ig
+        LEFT JOIN LATERAL (
+            SELECT o.ordinal, o.ended_at FROM import_generations AS o
+            WHERE o.thread_id = ig.thread_id AND o.lineno < ig.lineno
+            ORDER BY o.lineno DESC LIMIT 1
+        ) AS prev ON true
+        LEFT JOIN LATERAL (
+            SELECT max(g.ordinal) AS ordinal FROM ember.generations AS g WHERE g.thread_id = ig.thread_id
+        ) AS stored ON true
+    ) AS c
+    WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
+    DELETE FROM import_generations AS ig
+    WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = ig.lineno AND x.error IS NOT NULL);
+
+    -- 4. Messages, staged as append_messages stages its rows and checked by the same rules.
+    PERFORM ember.staged_rows_reset();
+    INSERT INTO staged_rows (
+        idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+        from_thread, created_at
+    )
+    SELECT
+        x.lineno, x.doc ->> 'thread', x.doc ->> 'role',
+        coalesce(x.doc ->> 'author', CASE x.doc ->> 'role'
+            WHEN 'user' THEN 'human' WHEN 'assistant' THEN 'agent' ELSE 'system' END),
+        x.doc ->> 'content', (x.doc ->> 'blocks')::json, x.doc ->> 'tool_call_id',
+        x.doc ->> 'tool_name', x.doc ->> 'tool_status', x.doc ->> 'from_thread',
+        (x.doc ->> 'created_at')::timestamptz
+    FROM import_records AS x
+    WHERE x.type = 'message' AND x.error IS NULL;
+    ALTER TABLE staged_rows
+    ADD COLUMN IF NOT EXISTS ordinal integer,
+    ADD COLUMN IF NOT EXISTS position bigint,
+    ADD COLUMN IF NOT EXISTS present boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS file_from_thread text;
+    UPDATE staged_rows AS a SET ordinal = p.ordinal, position = p.position
+    FROM (
+        SELECT s.idx, (x.doc ->> 'generation')::integer AS ordinal,
+            row_number() OVER (PARTITION BY s.thread_id, (x.doc ->> 'generation')::integer ORDER BY s.idx) AS position
+        FROM staged_rows AS s INNER JOIN import_records AS x ON x.lineno = s.idx
+    ) AS p
+    WHERE p.idx = a.idx;
+
+    -- The stored rows of the threads the file writes to, numbered within their generation.
+    DROP TABLE IF EXISTS pg_temp.import_stored;
+    CREATE TEMP TABLE import_stored ON COMMIT DROP AS
+    SELECT g.thread_id, g.ordinal, m.role, m.content, m.created_at,
+        row_number() OVER (PARTITION BY m.generation_id ORDER BY m.seq) AS position
+    FROM ember.generations AS g
+    INNER JOIN ember.messages AS m ON m.generation_id = g.id
+    WHERE g.thread_id IN (SELECT DISTINCT a.thread_id FROM staged_rows AS a);
+
+    -- Already stored (same thread, generation and position): present if it is the same row,
+    -- rejected if it is another.
+    UPDATE staged_rows AS a SET
+        present = true,
+        (error_code, error) = (SELECT
+            CASE WHEN NOT same THEN 'import' END,
+            CASE WHEN NOT same THEN format('conflicts with stored message %s of generation %s of thread "%s"',
+                a.position, a.ordinal, a.thread_id) END
+            FROM (SELECT st.content = a.content AND st.role = a.role AND st.created_at = a.created_at AS same) AS c)
+    FROM import_stored AS st
+    WHERE st.thread_id = a.thread_id AND st.ordinal = a.ordinal AND st.position = a.position;
+
+    UPDATE staged_rows AS a SET (error_code, error) = (
+        'import', CASE
+            WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = a.thread_id)
+                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.thread_id)
+                THEN format('unknown thread "%s"', a.thread_id)
+            WHEN EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.thread_id AND t.status = 'archived')
+                THEN format('thread "%s" is archived: it takes no new messages', a.thread_id)
+            WHEN NOT EXISTS (SELECT 1 FROM import_generations AS ig WHERE ig.thread_id = a.thread_id AND ig.ordinal = a.ordinal)
+                AND NOT EXISTS (
+                    SELECT 1 FROM ember.generations AS g
+                    INNER JOIN ember.threads AS t ON t.id = g.thread_id
+                    WHERE g.thread_id = a.thread_id AND g.ordinal = a.ordinal
+                        AND NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = t.id AND NOT it.stored))
+                -- create_thread opens generation 1 of a new thread: a file may leave it implicit.
+                AND NOT (a.ordinal = 1 AND EXISTS (
+                    SELECT 1 FROM import_threads AS it WHERE it.id = a.thread_id AND NOT it.stored))
+                THEN format('thread "%s" has no generation %s', a.thread_id, a.ordinal)
+            WHEN a.from_thread IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = a.from_thread)
+                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.from_thread)
+                THEN format('unknown from_thread "%s"', a.from_thread)
+        END)
+    WHERE a.error IS NULL AND NOT a.present;
+    UPDATE staged_rows SET error_code = NULL WHERE error IS NULL;
+
+    -- Time runs forwards within a thread: no row before an earlier line's row of the thread,
+    -- nor before the thread's stored rows.
+    UPDATE staged_rows AS a SET (error_code, error) = ('import', format(
+            'time runs backwards in thread "%s": %s is before %s, the time of an earlier row',
+            a.thread_id, a.created_at, b.latest))
+    FROM (
+        SELECT s.idx, greatest(
+            max(s.created_at) OVER (PARTITION BY s.thread_id ORDER BY s.idx
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+            (SELECT max(st.created_at) FROM import_stored AS st WHERE st.thread_id = s.thread_id)
+        ) AS latest
+        FROM staged_rows AS s
+    ) AS b
+    WHERE b.idx = a.idx AND a.error IS NULL AND NOT a.present AND a.created_at < b.latest;
+
+    -- append_message's own rules for the rows to write (staged_rows_check). A from_thread
+    -- defined in this file is not stored yet: it is set aside for the check, and the flow
+    -- trigger checks it when the row is written.
+    UPDATE staged_rows AS a SET file_from_thread = a.from_thread, from_thread = NULL
+    WHERE a.from_thread IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.from_thread);
+    UPDATE staged_rows AS a SET error_code = 'skip' WHERE a.present AND a.error IS NULL;
+    PERFORM ember.staged_rows_check();
+    UPDATE staged_rows AS a SET error_code = NULL WHERE a.error_code = 'skip';
+    UPDATE staged_rows AS a SET from_thread = a.file_from_thread WHERE a.file_from_thread IS NOT NULL;
+
+    UPDATE import_records AS x SET error = a.error
+    FROM staged_rows AS a WHERE a.idx = x.lineno AND a.error IS NOT NULL;
+
+    SELECT coalesce(jsonb_agg(jsonb_build_object('line', x.lineno, 'reason', x.error) ORDER BY x.lineno), '[]')
+    INTO v_rejected
+    FROM import_records AS x WHERE x.error IS NOT NULL;
+
+    IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
+        RETURN jsonb_build_object('written', false, 'threads', 0, 'generations', 0, 'messages', 0,
+            'present', 0, 'rejected', v_rejected);
+    END IF;
+
+    -- 5. Write. Threads first (create_thread opens generation 1 at the thread's creation).
+    FOR r IN SELECT * FROM import_threads AS it WHERE NOT it.stored ORDER BY it.lineno LOOP
+        PERFORM ember.create_thread(r.id, r.kind, r.title, r.category, r.seal_tier, r.model, r.created_at);
+        v_threads := v_threads + 1;
+    END LOOP;
+    PERFORM 1 FROM ember.threads AS t
+    WHERE t.id IN (SELECT ig.thread_id FROM import_generations AS ig UNION SELECT a.thread_id FROM staged_rows AS a)
+    ORDER BY t.id FOR UPDATE;
+    UPDATE import_generations AS ig SET stored_id = g.id
+    FROM ember.generations AS g
+    WHERE ig.stored_id IS NULL AND g.thread_id = ig.thread_id AND g.ordinal = ig.ordinal;
+
+    -- A stored generation without rows (generation 1 of a thread created just now, or opened by
+    -- create_thread earlier) takes the file's times; an open stored one may be ended by the file.
+    UPDATE ember.generations AS g SET
+        started_at = CASE WHEN NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.generation_id = g.id)
+            THEN ig.started_at ELSE g.started_at END,
+        ended_at = coalesce(g.ended_at, ig.ended_at)
+    FROM import_generations AS ig
+    WHERE ig.stored_id = g.id
+        AND (g.started_at IS DISTINCT FROM ig.started_at OR g.ended_at IS DISTINCT FROM ig.ended_at);
+    -- Any other open stored generation of the thread ends where the file's next one starts.
+    UPDATE ember.generations AS g SET ended_at = greatest(g.started_at, n.started_at)
+    FROM (
+        SELECT ig.thread_id, min(ig.started_at) AS started_at
+        FROM import_generations AS ig WHERE ig.stored_id IS NULL GROUP BY ig.thread_id
+    ) AS n
+    WHERE g.thread_id = n.thread_id AND g.ended_at IS NULL;
+    WITH ins AS (
+        INSERT INTO ember.generations (thread_id, ordinal, started_at, ended_at)
+        SELECT ig.thread_id, ig.ordinal, ig.started_at, ig.ended_at
+        FROM import_generations AS ig WHERE ig.stored_id IS NULL
+        ORDER BY ig.thread_id, ig.ordinal
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_generations FROM ins;
+
+    UPDATE staged_rows AS a SET generation_id = g.id
+    FROM ember.generations AS g WHERE g.thread_id = a.thread_id AND g.ordinal = a.ordinal;
+
+    -- Messages in file order: seq follows it. Into a carrier, a row from another thread must
+    -- be stamped before the next row is (see append_messages), so such files go row by row.
+    IF EXISTS (
+        SELECT 1 FROM staged_rows AS a
+        WHERE a.error IS NULL AND NOT a.present AND a.from_thread <> a.thread_id
+            AND ember.is_label_carrier(a.thread_id)
+    ) THEN
+        FOR r IN SELECT * FROM staged_rows AS a WHERE a.error IS NULL AND NOT a.present ORDER BY a.idx LOOP
+            INSERT INTO ember.messages (
+                seq, thread_id, generation_id, role, author, content, blocks,
+                tool_call_id, tool_name, tool_status, from_thread, created_at
+            ) VALUES (
+                nextval('ember.message_seq'), r.thread_id, r.generation_id, r.role, r.author, r.content,
+                r.blocks, r.tool_call_id, r.tool_name, r.tool_status, r.from_thread, r.created_at
+            );
+            v_messages := v_messages + 1;
+        END LOOP;
+    ELSE
+        INSERT INTO ember.messages (
+            seq, thread_id, generation_id, role, author, content, blocks,
+            tool_call_id, tool_name, tool_status, from_thread, created_at
+        )
+        SELECT
+            nextval('ember.message_seq'), a.thread_id, a.generation_id, a.role, a.author, a.content,
+            a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
+        FROM staged_rows AS a
+        WHERE a.error IS NULL AND NOT a.present
+        ORDER BY a.idx;
+        GET DIAGNOSTICS v_messages = ROW_COUNT;
+    END IF;
+    SELECT count(*) INTO v_present FROM staged_rows AS a WHERE a.present;
+
+    -- Thread status last: an archived thread took its history first.
+    FOR r IN
+        SELECT it.id, it.status, it.created_at FROM import_threads AS it
+        INNER JOIN ember.threads AS t ON t.id = it.id
+        WHERE NOT it.stored AND t.status <> it.status
+        ORDER BY it.lineno
+    LOOP
+        PERFORM ember.set_thread_status(r.id, r.status, r.created_at);
+    END LOOP;
+
+    RETURN jsonb_build_object('written', true, 'threads', v_threads, 'generations', v_generations,
+        'messages', v_messages, 'present', v_present, 'rejected', v_rejected);
+END;
+$$;
+
+-- Times as export writes them: UTC, microseconds, a Z.
+CREATE OR REPLACE FUNCTION ember.export_time(p_at timestamptz)
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+$$;
+
+-- The records of an export, in the order a file has them: threads (by creation, then id),
+-- their generations, then every message in seq order. The steward's record is not exported:
+-- it is written by the steward, not through the host API, and is rebuilt by it. The caller
+-- serializes each record as one line (worker/ember/transfer.py); blocks stay raw JSON text.
+CREATE OR REPLACE FUNCTION ember.export_records()
+RETURNS TABLE (record jsonb)
+LANGUAGE sql STABLE
+AS $$
+    WITH t AS (
+        SELECT
+            th.*,
+            row_number() OVER (ORDER BY th.created_at, th.id) AS position
+        FROM ember.threads AS th
+        WHERE NOT ember.is_steward_thread(th.id)
+    )
+
+    SELECT x.record FROM (
+        SELECT 1 AS part, t.position, 0 AS ordinal, 0::bigint AS seq, jsonb_build_object(
+            'type', 'thread', 'id', t.id, 'kind', t.kind, 'title', t.title, 'category', t.category,
+            'seal_tier', t.seal_tier, 'model', t.model, 'status', t.status,
+            'created_at', ember.export_time(t.created_at)
+        ) AS record
+        FROM t
+        UNION ALL
+        SELECT 2, t.position, g.ordinal, 0, jsonb_build_object(
+            'type', 'generation', 'thread', g.thread_id, 'ordinal', g.ordinal,
+            'started_at', ember.export_time(g.started_at), 'ended_at', ember.export_time(g.ended_at)
+        )
+        FROM ember.generations AS g
+        INNER JOIN t ON t.id = g.thread_id
+        UNION ALL
+        SELECT 3, 0, 0, m.seq, jsonb_build_object(
+            'type', 'message', 'thread', m.thread_id, 'generation', g.ordinal, 'role', m.role,
+            'author', m.author, 'content', m.content, 'blocks', m.blocks::text,
+            'tool_call_id', m.tool_call_id, 'tool_name', m.tool_name, 'tool_status', m.tool_status,
+            'from_thread', m.from_thread, 'created_at', ember.export_time(m.created_at)
+        )
+        FROM ember.messages AS m
+        INNER JOIN ember.generations AS g ON g.id = m.generation_id
+        WHERE NOT ember.is_steward_thread(m.thread_id)
+    ) AS x
+    ORDER BY x.part, x.position, x.ordinal, x.seq
+$$;
