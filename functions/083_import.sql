@@ -13,71 +13,7 @@
 -- its id, a generation by its thread and ordinal, a message by its thread, generation and
 -- position in that generation (its n-th message in file order is the generation's n-th row).
 
--- The JSON type of each field per record type: s string, S string or null, n number.
-CREATE OR REPLACE FUNCTION ember.import_fields(p_type text)
-RETURNS TABLE (field text, kind text, required boolean)
-LANGUAGE sql IMMUTABLE
-AS $$
-    SELECT f.field, f.kind, f.required
-    FROM (VALUES
-        ('thread', 'type', 's', true), ('thread', 'id', 's', true), ('thread', 'kind', 's', true),
-        ('thread', 'title', 'S', false), ('thread', 'category', 'S', false),
-        ('thread', 'seal_tier', 'S', false), ('thread', 'model', 'S', false),
-        ('thread', 'status', 'S', false), ('thread', 'created_at', 's', true),
-        ('generation', 'type', 's', true), ('generation', 'thread', 's', true),
-        ('generation', 'ordinal', 'n', true), ('generation', 'started_at', 's', true),
-        ('generation', 'ended_at', 'S', false),
-        ('message', 'type', 's', true), ('message', 'thread', 's', true),
-        ('message', 'generation', 'n', true), ('message', 'role', 's', true),
-        ('message', 'author', 'S', false), ('message', 'content', 's', true),
-        ('message', 'blocks', 'S', false), ('message', 'tool_call_id', 'S', false),
-        ('message', 'tool_name', 'S', false), ('message', 'tool_status', 'S', false),
-        ('message', 'from_thread', 'S', false), ('message', 'created_at', 's', true)
-    ) AS f (type, field, kind, required)
-    WHERE f.type = p_type
-$$;
-
--- Why a record's fields are malformed (unknown, missing, wrong JSON type, bad timestamp or
--- number), or NULL.
-CREATE OR REPLACE FUNCTION ember.import_record_error(p_type text, p_record json)
-RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT coalesce(
-        (SELECT format('unknown field "%s" in a %s record', k, p_type)
-         FROM json_object_keys(p_record) AS k
-         WHERE k NOT IN (SELECT f.field FROM ember.import_fields(p_type) AS f)
-         ORDER BY k LIMIT 1),
-        (SELECT format('a %s record needs "%s"', p_type, f.field)
-         FROM ember.import_fields(p_type) AS f
-         WHERE f.required AND coalesce(json_typeof(p_record -> f.field), 'null') = 'null'
-         LIMIT 1),
-        (SELECT format('"%s" must be %s, not %s', f.field,
-                CASE f.kind WHEN 'n' THEN 'a whole number' ELSE 'a string' END
-                || CASE WHEN f.kind = 'S' THEN ' or null' ELSE '' END,
-                json_typeof(p_record -> f.field))
-         FROM ember.import_fields(p_type) AS f
-         WHERE p_record -> f.field IS NOT NULL AND json_typeof(p_record -> f.field) <> 'null'
-             AND json_typeof(p_record -> f.field) <> CASE f.kind WHEN 'n' THEN 'number' ELSE 'string' END
-         LIMIT 1),
-        (SELECT format('"%s" is not a whole number: %s', f.field, p_record ->> f.field)
-         FROM ember.import_fields(p_type) AS f
-         WHERE f.kind = 'n' AND json_typeof(p_record -> f.field) = 'number'
-             AND NOT (p_record ->> f.field ~ '^[0-9]{1,9}$')
-         LIMIT 1),
-        (SELECT format('"%s" is not a timestamp: %s', f.field, p_record ->> f.field)
-         FROM ember.import_fields(p_type) AS f
-         WHERE f.field IN ('created_at', 'started_at', 'ended_at')
-             AND json_typeof(p_record -> f.field) = 'string'
-             AND NOT pg_input_is_valid(p_record ->> f.field, 'timestamptz')
-         LIMIT 1),
-        (SELECT '"blocks" must hold JSON text'
-         WHERE p_type = 'message' AND json_typeof(p_record -> 'blocks') = 'string'
-             AND NOT pg_input_is_valid(p_record ->> 'blocks', 'json'))
-    )
-$$;
-
-CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -279,21 +215,6 @@ BEGIN
     WHERE a.error IS NULL AND NOT a.present;
     UPDATE staged_rows SET error_code = NULL WHERE error IS NULL;
 
-    -- Time runs forwards within a thread: no row before an earlier line's row of the thread,
-    -- nor before the thread's stored rows.
-    UPDATE staged_rows AS a SET (error_code, error) = ('import', format(
-            'time runs backwards in thread "%s": %s is before %s, the time of an earlier row',
-            a.thread_id, a.created_at, b.latest))
-    FROM (
-        SELECT s.idx, greatest(
-            max(s.created_at) OVER (PARTITION BY s.thread_id ORDER BY s.idx
-                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-            (SELECT max(st.created_at) FROM import_stored AS st WHERE st.thread_id = s.thread_id)
-        ) AS latest
-        FROM staged_rows AS s
-    ) AS b
-    WHERE b.idx = a.idx AND a.error IS NULL AND NOT a.present AND a.created_at < b.latest;
-
     -- append_message's own rules for the rows to write (staged_rows_check). A from_thread
     -- defined in this file is not stored yet: it is set aside for the check, and the flow
     -- trigger checks it when the row is written.
@@ -303,6 +224,25 @@ BEGIN
     PERFORM ember.staged_rows_check();
     UPDATE staged_rows AS a SET error_code = NULL WHERE a.error_code = 'skip';
     UPDATE staged_rows AS a SET from_thread = a.file_from_thread WHERE a.file_from_thread IS NOT NULL;
+
+    -- Time runs forwards within a thread: no row before the thread was created, before an
+    -- earlier line's row of the thread, or before the thread's stored rows.
+    UPDATE staged_rows AS a SET (error_code, error) = ('import', format(
+            'time runs backwards in thread "%s": %s is before %s (its creation or an earlier row)',
+            a.thread_id, a.created_at, b.latest))
+    FROM (
+        SELECT s.idx, greatest(
+            max(s.created_at) FILTER (WHERE s.error IS NULL) OVER (PARTITION BY s.thread_id ORDER BY s.idx
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+            (SELECT max(st.created_at) FROM import_stored AS st WHERE st.thread_id = s.thread_id),
+            coalesce(
+                (SELECT it.created_at FROM import_threads AS it WHERE it.id = s.thread_id AND NOT it.stored),
+                (SELECT t.created_at FROM ember.threads AS t WHERE t.id = s.thread_id)
+            )
+        ) AS latest
+        FROM staged_rows AS s
+    ) AS b
+    WHERE b.idx = a.idx AND a.error IS NULL AND NOT a.present AND a.created_at < b.latest;
 
     UPDATE import_records AS x SET error = a.error
     FROM staged_rows AS a WHERE a.idx = x.lineno AND a.error IS NOT NULL;
@@ -401,56 +341,4 @@ BEGIN
     RETURN jsonb_build_object('written', true, 'threads', v_threads, 'generations', v_generations,
         'messages', v_messages, 'present', v_present, 'rejected', v_rejected);
 END;
-$$;
-
--- Times as export writes them: UTC, microseconds, a Z.
-CREATE OR REPLACE FUNCTION ember.export_time(p_at timestamptz)
-RETURNS text
-LANGUAGE sql IMMUTABLE
-AS $$
-    SELECT to_char(p_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-$$;
-
--- The records of an export, in the order a file has them: threads (by creation, then id),
--- their generations, then every message in seq order. The steward's record is not exported:
--- it is written by the steward, not through the host API, and is rebuilt by it. The caller
--- serializes each record as one line (worker/ember/transfer.py); blocks stay raw JSON text.
-CREATE OR REPLACE FUNCTION ember.export_records()
-RETURNS TABLE (record jsonb)
-LANGUAGE sql STABLE
-AS $$
-    WITH t AS (
-        SELECT
-            th.*,
-            row_number() OVER (ORDER BY th.created_at, th.id) AS position
-        FROM ember.threads AS th
-        WHERE NOT ember.is_steward_thread(th.id)
-    )
-
-    SELECT x.record FROM (
-        SELECT 1 AS part, t.position, 0 AS ordinal, 0::bigint AS seq, jsonb_build_object(
-            'type', 'thread', 'id', t.id, 'kind', t.kind, 'title', t.title, 'category', t.category,
-            'seal_tier', t.seal_tier, 'model', t.model, 'status', t.status,
-            'created_at', ember.export_time(t.created_at)
-        ) AS record
-        FROM t
-        UNION ALL
-        SELECT 2, t.position, g.ordinal, 0, jsonb_build_object(
-            'type', 'generation', 'thread', g.thread_id, 'ordinal', g.ordinal,
-            'started_at', ember.export_time(g.started_at), 'ended_at', ember.export_time(g.ended_at)
-        )
-        FROM ember.generations AS g
-        INNER JOIN t ON t.id = g.thread_id
-        UNION ALL
-        SELECT 3, 0, 0, m.seq, jsonb_build_object(
-            'type', 'message', 'thread', m.thread_id, 'generation', g.ordinal, 'role', m.role,
-            'author', m.author, 'content', m.content, 'blocks', m.blocks::text,
-            'tool_call_id', m.tool_call_id, 'tool_name', m.tool_name, 'tool_status', m.tool_status,
-            'from_thread', m.from_thread, 'created_at', ember.export_time(m.created_at)
-        )
-        FROM ember.messages AS m
-        INNER JOIN ember.generations AS g ON g.id = m.generation_id
-        WHERE NOT ember.is_steward_thread(m.thread_id)
-    ) AS x
-    ORDER BY x.part, x.position, x.ordinal, x.seq
 $$;

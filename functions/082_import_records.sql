@@ -1,0 +1,66 @@
+-- The record types of an import file (docs/import-format.md) and what makes one malformed;
+-- import_staged() (functions/083_import.sql) uses them for every line.
+
+-- The JSON type of each field per record type: s string, S string or null, n number.
+CREATE OR REPLACE FUNCTION ember.import_fields(p_type text)
+RETURNS TABLE (field text, kind text, required boolean)
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT f.field, f.kind, f.required
+    FROM (VALUES
+        ('thread', 'type', 's', true), ('thread', 'id', 's', true), ('thread', 'kind', 's', true),
+        ('thread', 'title', 'S', false), ('thread', 'category', 'S', false),
+        ('thread', 'seal_tier', 'S', false), ('thread', 'model', 'S', false),
+        ('thread', 'status', 'S', false), ('thread', 'created_at', 's', true),
+        ('generation', 'type', 's', true), ('generation', 'thread', 's', true),
+        ('generation', 'ordinal', 'n', true), ('generation', 'started_at', 's', true),
+        ('generation', 'ended_at', 'S', false),
+        ('message', 'type', 's', true), ('message', 'thread', 's', true),
+        ('message', 'generation', 'n', true), ('message', 'role', 's', true),
+        ('message', 'author', 'S', false), ('message', 'content', 's', true),
+        ('message', 'blocks', 'S', false), ('message', 'tool_call_id', 'S', false),
+        ('message', 'tool_name', 'S', false), ('message', 'tool_status', 'S', false),
+        ('message', 'from_thread', 'S', false), ('message', 'created_at', 's', true)
+    ) AS f (type, field, kind, required)
+    WHERE f.type = p_type
+$$;
+
+-- Why a record's fields are malformed (unknown, missing, wrong JSON type, bad timestamp or
+-- number), or NULL.
+CREATE OR REPLACE FUNCTION ember.import_record_error(p_type text, p_record json)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT format('unknown field "%s" in a %s record', k, p_type)
+         FROM json_object_keys(p_record) AS k
+         WHERE k NOT IN (SELECT f.field FROM ember.import_fields(p_type) AS f)
+         ORDER BY k LIMIT 1),
+        (SELECT format('a %s record needs "%s"', p_type, f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.required AND coalesce(json_typeof(p_record -> f.field), 'null') = 'null'
+         LIMIT 1),
+        (SELECT format('"%s" must be %s, not %s', f.field,
+                CASE f.kind WHEN 'n' THEN 'a whole number' ELSE 'a string' END
+                || CASE WHEN f.kind = 'S' THEN ' or null' ELSE '' END,
+                json_typeof(p_record -> f.field))
+         FROM ember.import_fields(p_type) AS f
+         WHERE p_record -> f.field IS NOT NULL AND json_typeof(p_record -> f.field) <> 'null'
+             AND json_typeof(p_record -> f.field) <> CASE f.kind WHEN 'n' THEN 'number' ELSE 'string' END
+         LIMIT 1),
+        (SELECT format('"%s" is not a whole number: %s', f.field, p_record ->> f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.kind = 'n' AND json_typeof(p_record -> f.field) = 'number'
+             AND NOT (p_record ->> f.field ~ '^[0-9]{1,9}$')
+         LIMIT 1),
+        (SELECT format('"%s" is not a timestamp: %s', f.field, p_record ->> f.field)
+         FROM ember.import_fields(p_type) AS f
+         WHERE f.field IN ('created_at', 'started_at', 'ended_at')
+             AND json_typeof(p_record -> f.field) = 'string'
+             AND NOT pg_input_is_valid(p_record ->> f.field, 'timestamptz')
+         LIMIT 1),
+        (SELECT '"blocks" must hold JSON text'
+         WHERE p_type = 'message' AND json_typeof(p_record -> 'blocks') = 'string'
+             AND NOT pg_input_is_valid(p_record ->> 'blocks', 'json'))
+    )
+$$;
