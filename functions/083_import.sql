@@ -1,17 +1,12 @@
--- Import and export of threads, generations and messages (docs/import-format.md).
---
--- `ember import` checks the header line, COPYs every other line into the temporary table
--- pg_temp.import_lines (lineno, line), and calls import_staged(): every line is parsed and
--- checked set-based, every rejected line is reported with its number and reason, and then
--- (unless a line was rejected and p_partial is false) the accepted records are written:
--- threads through create_thread, generations by one INSERT, messages through the same staged
--- checks as append_messages (staged_rows_check) and one INSERT ... SELECT in file order under
--- the threads' row locks, so every row trigger (labels, flow, cancellation, write-path state)
--- runs as for append_message, and seq follows the file's order.
---
--- Records are identified so that importing the same file again changes nothing: a thread by
--- its id, a generation by its thread and ordinal, a message by its thread, generation and
--- position in that generation (its n-th message in file order is the generation's n-th row).
+-- Import (docs/import-format.md). `ember import` checks the header, COPYs every other line into
+-- pg_temp.import_lines (lineno, line) and calls import_staged(): every line is checked
+-- set-based and each rejected one reported with its number and reason; then, unless a line was
+-- rejected and p_partial is false, the accepted records are written: threads by create_thread,
+-- generations by one INSERT, messages (checked by staged_rows_check, as append_messages checks
+-- its rows) by one INSERT ... SELECT in file order under the threads' row locks, so the row
+-- triggers run as for append_message and seq follows the file. A thread is identified by id, a
+-- generation by thread and ordinal, a message by thread, generation and position in it: a
+-- second import of the same file finds everything present and writes nothing.
 
 CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE)
 RETURNS jsonb
@@ -41,6 +36,9 @@ BEGIN
     CROSS JOIN LATERAL (
         SELECT CASE WHEN pg_input_is_valid(l.line, 'json') THEN l.line::json END AS doc
     ) AS j;
+    -- Temporary tables have no statistics until analyzed: a guess may pick a nested loop.
+    CREATE UNIQUE INDEX ON import_records (lineno);
+    ANALYZE import_records;
 
     -- 2. Threads. A thread already stored with the same kind is present; with another kind, or
     -- a second record of the same id, the line is rejected. Field values are checked here by
@@ -55,6 +53,8 @@ BEGIN
     FROM import_records AS x
     LEFT JOIN ember.threads AS t ON t.id = x.doc ->> 'id'
     WHERE x.type = 'thread' AND x.error IS NULL;
+    CREATE INDEX ON import_threads (id);
+    ANALYZE import_threads;
 
     UPDATE import_records AS x SET error = c.error
     FROM (
@@ -102,6 +102,8 @@ BEGIN
     LEFT JOIN ember.generations AS g
         ON g.thread_id = x.doc ->> 'thread' AND g.ordinal = (x.doc ->> 'ordinal')::integer
     WHERE x.type = 'generation' AND x.error IS NULL;
+    CREATE INDEX ON import_generations (thread_id, ordinal);
+    ANALYZE import_generations;
 
     UPDATE import_records AS x SET error = c.error
     FROM (
@@ -156,6 +158,8 @@ BEGIN
         (x.doc ->> 'created_at')::timestamptz
     FROM import_records AS x
     WHERE x.type = 'message' AND x.error IS NULL;
+    CREATE INDEX IF NOT EXISTS staged_rows_idx ON staged_rows (idx);
+    ANALYZE staged_rows;
     ALTER TABLE staged_rows
     ADD COLUMN IF NOT EXISTS ordinal integer,
     ADD COLUMN IF NOT EXISTS position bigint,
