@@ -16,10 +16,9 @@
 -- The row triggers that decide labels, flow and cancellation fire for each row as they do for
 -- a single append, and the write-path state (080_write_state.sql) is updated once per call.
 --
--- One exception to the single statement: into a label carrier, a row received from another
--- thread records a generation source (an AFTER trigger), and the rows after it must be stamped
--- with what it brought; AFTER row triggers run only at the end of a statement, so such a call
--- inserts its rows one statement each, in order.
+-- A row from another thread widens its generation's labels in its own insert trigger
+-- (functions/020_labels.sql), so the rows after it in the same statement carry what it brought,
+-- exactly as with one append_message call per row.
 
 -- check_carrier_flow's refusal as a value: its message, or NULL when the flow is allowed.
 CREATE OR REPLACE FUNCTION ember.carrier_flow_error(p_from text, p_to text)
@@ -98,7 +97,9 @@ BEGIN
             (9, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
                     AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
                     AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.thread_id)
-                THEN ember.carrier_flow_error(a.from_thread, a.thread_id) END)
+                THEN ember.carrier_flow_error(a.from_thread, a.thread_id) END),
+            (10, 'EM018', CASE WHEN a.tool_name IS NOT NULL AND NOT ember.is_safe_tool_name(a.tool_name)
+                THEN format('tool name %s is not an identifier', to_json(a.tool_name)) END)
         ) AS c (ord, code, msg)
         WHERE c.msg IS NOT NULL
         ORDER BY c.ord
@@ -121,8 +122,6 @@ DECLARE
     bad record;
     v_generation uuid;
     v_ids bigint[];
-    v_id bigint;
-    r record;
 BEGIN
     PERFORM ember.require_now(p_now);
     IF p_rows IS NULL OR json_typeof(p_rows) <> 'array' THEN
@@ -228,23 +227,6 @@ BEGIN
         RETURN '{}';
     END IF;
     v_generation := ember.current_generation(p_thread, p_now);
-
-    IF ember.is_label_carrier(p_thread)
-       AND EXISTS (SELECT 1 FROM staged_rows AS a WHERE a.from_thread <> p_thread) THEN
-        v_ids := '{}';
-        FOR r IN SELECT * FROM staged_rows AS a ORDER BY a.idx LOOP
-            INSERT INTO ember.messages (
-                seq, thread_id, generation_id, role, author, content, blocks,
-                tool_call_id, tool_name, tool_status, from_thread, created_at
-            ) VALUES (
-                nextval('ember.message_seq'), p_thread, v_generation, r.role, r.author, r.content,
-                r.blocks, r.tool_call_id, r.tool_name, r.tool_status, r.from_thread, r.created_at
-            )
-            RETURNING id INTO v_id;
-            v_ids := v_ids || v_id;
-        END LOOP;
-        RETURN v_ids;
-    END IF;
 
     -- nextval() is evaluated after the sort (a volatile target is computed above the Sort
     -- node), so seq follows the index order of p_rows.

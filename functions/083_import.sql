@@ -59,7 +59,8 @@ BEGIN
     UPDATE import_records AS x SET error = c.error
     FROM (
         SELECT it.lineno, CASE
-            WHEN btrim(it.id) = '' THEN 'a thread id must be a non-empty string'
+            WHEN it.id IN ('human', 'memory-steward') THEN format('thread id "%s" is reserved', it.id)
+            WHEN NOT ember.is_safe_thread_id(it.id) THEN format('thread id %s is not an identifier', to_json(it.id))
             WHEN first_line.lineno < it.lineno
                 THEN format('thread "%s" is already defined on line %s', it.id, first_line.lineno)
             WHEN it.stored AND it.stored_kind <> it.kind
@@ -113,6 +114,12 @@ BEGIN
                 THEN format('unknown thread "%s"', ig.thread_id)
             WHEN EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = ig.thread_id AND it.lineno > ig.lineno)
                 THEN format('generation %s of thread "%s" comes before the thread''s record', ig.ordinal, ig.thread_id)
+            WHEN ig.ordinal = 1 AND ig.stored_id IS NULL AND ig.started_at IS DISTINCT FROM
+                (SELECT it.created_at FROM import_threads AS it WHERE it.id = ig.thread_id AND NOT it.stored)
+                THEN format('generation 1 of thread "%s" starts when the thread is created', ig.thread_id)
+            WHEN ig.started_at < coalesce(prev.started_at, stored.started_at)
+                THEN format('generation %s of thread "%s" starts before the generation it follows',
+                    ig.ordinal, ig.thread_id)
             WHEN ig.ended_at < ig.started_at
                 THEN format('generation %s of thread "%s" ends (%s) before it starts (%s)',
                     ig.ordinal, ig.thread_id, ig.ended_at, ig.started_at)
@@ -131,12 +138,13 @@ BEGIN
         END AS error
         FROM import_generations AS ig
         LEFT JOIN LATERAL (
-            SELECT o.ordinal, o.ended_at FROM import_generations AS o
+            SELECT o.ordinal, o.started_at, o.ended_at FROM import_generations AS o
             WHERE o.thread_id = ig.thread_id AND o.lineno < ig.lineno
             ORDER BY o.lineno DESC LIMIT 1
         ) AS prev ON true
         LEFT JOIN LATERAL (
-            SELECT max(g.ordinal) AS ordinal FROM ember.generations AS g WHERE g.thread_id = ig.thread_id
+            SELECT max(g.ordinal) AS ordinal, max(g.started_at) FILTER (WHERE g.ordinal < ig.ordinal) AS started_at
+            FROM ember.generations AS g WHERE g.thread_id = ig.thread_id
         ) AS stored ON true
     ) AS c
     WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
@@ -272,15 +280,10 @@ BEGIN
     FROM ember.generations AS g
     WHERE ig.stored_id IS NULL AND g.thread_id = ig.thread_id AND g.ordinal = ig.ordinal;
 
-    -- A stored generation without rows (generation 1 of a thread created just now, or opened by
-    -- create_thread earlier) takes the file's times; an open stored one may be ended by the file.
-    UPDATE ember.generations AS g SET
-        started_at = CASE WHEN NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.generation_id = g.id)
-            THEN ig.started_at ELSE g.started_at END,
-        ended_at = coalesce(g.ended_at, ig.ended_at)
+    -- A stored generation the file ends (generation 1 of a new thread, or a stored open one).
+    UPDATE ember.generations AS g SET ended_at = ig.ended_at
     FROM import_generations AS ig
-    WHERE ig.stored_id = g.id
-        AND (g.started_at IS DISTINCT FROM ig.started_at OR g.ended_at IS DISTINCT FROM ig.ended_at);
+    WHERE ig.stored_id = g.id AND g.ended_at IS NULL AND ig.ended_at IS NOT NULL;
     -- Any other open stored generation of the thread ends where the file's next one starts.
     UPDATE ember.generations AS g SET ended_at = greatest(g.started_at, n.started_at)
     FROM (
@@ -300,36 +303,20 @@ BEGIN
     UPDATE staged_rows AS a SET generation_id = g.id
     FROM ember.generations AS g WHERE g.thread_id = a.thread_id AND g.ordinal = a.ordinal;
 
-    -- Messages in file order: seq follows it. Into a carrier, a row from another thread must
-    -- be stamped before the next row is (see append_messages), so such files go row by row.
-    IF EXISTS (
-        SELECT 1 FROM staged_rows AS a
-        WHERE a.error IS NULL AND NOT a.present AND a.from_thread <> a.thread_id
-            AND ember.is_label_carrier(a.thread_id)
-    ) THEN
-        FOR r IN SELECT * FROM staged_rows AS a WHERE a.error IS NULL AND NOT a.present ORDER BY a.idx LOOP
-            INSERT INTO ember.messages (
-                seq, thread_id, generation_id, role, author, content, blocks,
-                tool_call_id, tool_name, tool_status, from_thread, created_at
-            ) VALUES (
-                nextval('ember.message_seq'), r.thread_id, r.generation_id, r.role, r.author, r.content,
-                r.blocks, r.tool_call_id, r.tool_name, r.tool_status, r.from_thread, r.created_at
-            );
-            v_messages := v_messages + 1;
-        END LOOP;
-    ELSE
-        INSERT INTO ember.messages (
-            seq, thread_id, generation_id, role, author, content, blocks,
-            tool_call_id, tool_name, tool_status, from_thread, created_at
-        )
-        SELECT
-            nextval('ember.message_seq'), a.thread_id, a.generation_id, a.role, a.author, a.content,
-            a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
-        FROM staged_rows AS a
-        WHERE a.error IS NULL AND NOT a.present
-        ORDER BY a.idx;
-        GET DIAGNOSTICS v_messages = ROW_COUNT;
-    END IF;
+    -- Messages in file order, so seq follows it. Labels brought by a row from another thread
+    -- widen its generation in the row's own insert trigger, so later rows of the same statement
+    -- carry them (functions/020_labels.sql).
+    INSERT INTO ember.messages (
+        seq, thread_id, generation_id, role, author, content, blocks,
+        tool_call_id, tool_name, tool_status, from_thread, created_at
+    )
+    SELECT
+        nextval('ember.message_seq'), a.thread_id, a.generation_id, a.role, a.author, a.content,
+        a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
+    FROM staged_rows AS a
+    WHERE a.error IS NULL AND NOT a.present
+    ORDER BY a.idx;
+    GET DIAGNOSTICS v_messages = ROW_COUNT;
     SELECT count(*) INTO v_present FROM staged_rows AS a WHERE a.present;
 
     -- Thread status last: an archived thread took its history first.

@@ -137,8 +137,8 @@ BEGIN
 END;
 $$;
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('t' || i, CASE WHEN i = 6 THEN 'task' ELSE 'side' END) FROM generate_series(1, 6) AS i;
+SELECT ember.create_thread('main', 'main', p_now => pg_temp.at(0));
+SELECT ember.create_thread('t' || i, CASE WHEN i = 6 THEN 'task' ELSE 'side' END, p_now => pg_temp.at(0)) FROM generate_series(1, 6) AS i;
 SELECT ember.append_message('t1', 'assistant', 'history before activation', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
 
 SELECT setseed(0.13);
@@ -162,7 +162,7 @@ SELECT ok((SELECT count(*) FROM ember.generation_progress WHERE last_seq > read_
 
 -- A thread with several unread ended generations is read one generation per claim, with no tick
 -- in between: the completion of each run offers the thread again.
-SELECT ember.create_thread('sessions', 'side');
+SELECT ember.create_thread('sessions', 'side', p_now => pg_temp.at(1900));
 SELECT ember.append_message('sessions', 'assistant', 'session ' || i, NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(2000 + i))
        || ember.start_generation('sessions', pg_temp.at(2000 + i))::text
 FROM generate_series(1, 5) AS i;
