@@ -1,6 +1,6 @@
 """B7: `ember import` throughput into an empty schema, in messages per second.
 
-A generated history (200 threads, 5 generations each, 100,000 messages, a third of them human
+A generated history (200 threads, 5 generations each, 50,000 messages, a third of them human
 rows, some with raw blocks and tool results) is written as an import file, then imported once
 through the same code path as `ember import` (COPY into the staging table, set-based checks and
 writes, one transaction). Re-importing the same file (every record already present) is timed too.
@@ -19,7 +19,7 @@ from ember.transfer import format_record, header_line, run_import
 
 THREADS = 200
 GENERATIONS = 5
-MESSAGES = 100_000
+MESSAGES = 50_000
 
 
 def stamp(minutes: float) -> str:

@@ -105,7 +105,19 @@ BEGIN
         ORDER BY c.ord
         LIMIT 1
     )
-    WHERE a.error_code IS NULL;
+    -- Only rows a cheap test cannot clear are put through the list: a plain row (known role
+    -- and author, consistent tool status, content, no from_thread) passes every check.
+    WHERE a.error_code IS NULL AND NOT coalesce(
+        a.role IN ('user', 'assistant', 'tool_result', 'event')
+        AND a.author IN ('human', 'agent', 'system', 'main')
+        AND (a.author <> 'human' OR a.role = 'user')
+        AND (a.role = 'tool_result') = (a.tool_status IS NOT NULL)
+        AND (a.tool_status IS NULL OR a.tool_status IN ('ok', 'error', 'pending'))
+        AND a.content IS NOT NULL
+        AND a.from_thread IS NULL
+        AND (a.tool_name IS NULL OR ember.is_safe_tool_name(a.tool_name)),
+        false
+    );
 END;
 $$;
 

@@ -27,40 +27,71 @@ $$;
 
 -- Why a record's fields are malformed (unknown, missing, wrong JSON type, bad timestamp or
 -- number), or NULL.
-CREATE OR REPLACE FUNCTION ember.import_record_error(p_type text, p_record json)
+CREATE OR REPLACE FUNCTION ember.import_record_error(p_type text, p_record jsonb)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(
         (SELECT format('unknown field "%s" in a %s record', k, p_type)
-         FROM json_object_keys(p_record) AS k
+         FROM jsonb_object_keys(p_record) AS k
          WHERE k NOT IN (SELECT f.field FROM ember.import_fields(p_type) AS f)
          ORDER BY k LIMIT 1),
         (SELECT format('a %s record needs "%s"', p_type, f.field)
          FROM ember.import_fields(p_type) AS f
-         WHERE f.required AND coalesce(json_typeof(p_record -> f.field), 'null') = 'null'
+         WHERE f.required AND coalesce(jsonb_typeof(p_record -> f.field), 'null') = 'null'
          LIMIT 1),
         (SELECT format('"%s" must be %s, not %s', f.field,
                 CASE f.kind WHEN 'n' THEN 'a whole number' ELSE 'a string' END
                 || CASE WHEN f.kind = 'S' THEN ' or null' ELSE '' END,
-                json_typeof(p_record -> f.field))
+                jsonb_typeof(p_record -> f.field))
          FROM ember.import_fields(p_type) AS f
-         WHERE p_record -> f.field IS NOT NULL AND json_typeof(p_record -> f.field) <> 'null'
-             AND json_typeof(p_record -> f.field) <> CASE f.kind WHEN 'n' THEN 'number' ELSE 'string' END
+         WHERE p_record -> f.field IS NOT NULL AND jsonb_typeof(p_record -> f.field) <> 'null'
+             AND jsonb_typeof(p_record -> f.field) <> CASE f.kind WHEN 'n' THEN 'number' ELSE 'string' END
          LIMIT 1),
         (SELECT format('"%s" is not a whole number: %s', f.field, p_record ->> f.field)
          FROM ember.import_fields(p_type) AS f
-         WHERE f.kind = 'n' AND json_typeof(p_record -> f.field) = 'number'
+         WHERE f.kind = 'n' AND jsonb_typeof(p_record -> f.field) = 'number'
              AND NOT (p_record ->> f.field ~ '^[0-9]{1,9}$')
          LIMIT 1),
         (SELECT format('"%s" is not a timestamp: %s', f.field, p_record ->> f.field)
          FROM ember.import_fields(p_type) AS f
          WHERE f.field IN ('created_at', 'started_at', 'ended_at')
-             AND json_typeof(p_record -> f.field) = 'string'
+             AND jsonb_typeof(p_record -> f.field) = 'string'
              AND NOT pg_input_is_valid(p_record ->> f.field, 'timestamptz')
          LIMIT 1),
         (SELECT '"blocks" must hold JSON text'
-         WHERE p_type = 'message' AND json_typeof(p_record -> 'blocks') = 'string'
+         WHERE p_type = 'message' AND jsonb_typeof(p_record -> 'blocks') = 'string'
              AND NOT pg_input_is_valid(p_record ->> 'blocks', 'json'))
+    )
+$$;
+
+-- The common case answered cheaply: a well-formed message record (no unknown field, every
+-- field of its JSON type, a parsable time and blocks). Lines it cannot clear, and the few thread
+-- and generation lines, go to import_record_error for the reason.
+CREATE OR REPLACE FUNCTION ember.import_message_ok(p_record jsonb)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (p_record - ARRAY[
+            'type', 'thread', 'generation', 'role', 'author', 'content', 'blocks',
+            'tool_call_id', 'tool_name', 'tool_status', 'from_thread', 'created_at'
+        ]) = '{}'::jsonb
+        AND jsonb_typeof(p_record -> 'thread') = 'string'
+        AND jsonb_typeof(p_record -> 'generation') = 'number'
+        AND p_record ->> 'generation' ~ '^[0-9]{1,9}$'
+        AND jsonb_typeof(p_record -> 'role') = 'string'
+        AND jsonb_typeof(p_record -> 'content') = 'string'
+        AND jsonb_typeof(p_record -> 'created_at') = 'string'
+        AND coalesce(jsonb_typeof(p_record -> 'author'), 'null') IN ('string', 'null')
+        AND coalesce(jsonb_typeof(p_record -> 'blocks'), 'null') IN ('string', 'null')
+        AND coalesce(jsonb_typeof(p_record -> 'tool_call_id'), 'null') IN ('string', 'null')
+        AND coalesce(jsonb_typeof(p_record -> 'tool_name'), 'null') IN ('string', 'null')
+        AND coalesce(jsonb_typeof(p_record -> 'tool_status'), 'null') IN ('string', 'null')
+        AND coalesce(jsonb_typeof(p_record -> 'from_thread'), 'null') IN ('string', 'null')
+        AND pg_input_is_valid(p_record ->> 'created_at', 'timestamptz')
+        AND (jsonb_typeof(p_record -> 'blocks') IS DISTINCT FROM 'string'
+            OR pg_input_is_valid(p_record ->> 'blocks', 'json')),
+        false
     )
 $$;

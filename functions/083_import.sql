@@ -26,15 +26,20 @@ BEGIN
     CREATE TEMP TABLE import_records ON COMMIT DROP AS
     SELECT l.lineno, j.doc, j.doc ->> 'type' AS type, CASE
             WHEN j.doc IS NULL THEN 'not JSON'
-            WHEN json_typeof(j.doc) <> 'object' THEN 'not a JSON object but ' || json_typeof(j.doc)
-            WHEN json_typeof(j.doc -> 'type') IS DISTINCT FROM 'string'
+            WHEN jsonb_typeof(j.doc) <> 'object' THEN 'not a JSON object but ' || jsonb_typeof(j.doc)
+            WHEN jsonb_typeof(j.doc -> 'type') IS DISTINCT FROM 'string'
                 OR j.doc ->> 'type' NOT IN ('thread', 'generation', 'message')
                 THEN 'unknown record type ' || coalesce((j.doc -> 'type')::text, '(none)')
+            WHEN j.doc ->> 'type' = 'message' AND ember.import_message_ok(j.doc) THEN NULL
             ELSE ember.import_record_error(j.doc ->> 'type', j.doc)
         END AS error
     FROM pg_temp.import_lines AS l
     CROSS JOIN LATERAL (
-        SELECT CASE WHEN pg_input_is_valid(l.line, 'json') THEN l.line::json END AS doc
+        -- jsonb, parsed once per line (OFFSET 0 keeps the planner from copying the parse into
+        -- every use of doc); json would re-parse the line for every field read. Raw blocks
+        -- travel as a JSON string, whose value jsonb keeps exactly.
+        SELECT CASE WHEN pg_input_is_valid(l.line, 'jsonb') THEN l.line::jsonb END AS doc
+        OFFSET 0
     ) AS j;
     -- Temporary tables have no statistics until analyzed: a guess may pick a nested loop.
     CREATE UNIQUE INDEX ON import_records (lineno);
