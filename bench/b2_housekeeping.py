@@ -237,16 +237,17 @@ def main() -> None:
         "| | 100 threads, 10k messages | 10k threads, 1M messages | ratio | target |",
         "|---|---|---|---|---|",
     ]
-    targets = {"tick": 50.0, "claim": 10.0, "backlog_waiting": 50.0}
+    absolute = {"tick": 50.0, "claim": 10.0, "backlog_waiting": 50.0}
     for key in ["tick", "shadow_ready", "claim", "backlog_waiting", "backlog"]:
         ratio = large[key] / small[key]
-        target = f"ratio ≤ 2: {verdict(ratio, 2)}"
-        if key in targets:
-            target += f"; ≤ {targets[key]:.0f} ms: {verdict(large[key], targets[key])}"
         if key.startswith("backlog"):
-            target = "≤ 50 ms at 100k undigested: " + verdict(large[key], 50) if key == (
-                "backlog_waiting"
-            ) else "(reported)"
+            # Undigested rows differ 100-fold between the histories (1k and 100k): the ratio
+            # shows the cost following them, and only the absolute figure has a target.
+            target = "(grows with undigested rows)"
+        else:
+            target = f"ratio ≤ 2: {verdict(ratio, 2)}"
+        if key in absolute:
+            target += f"; ≤ {absolute[key]:.0f} ms: {verdict(large[key], absolute[key])}"
         lines.append(
             f"| `{key}` | {small[key]:.1f} ms | {large[key]:.1f} ms | {ratio:.2f} | {target} |"
         )
