@@ -110,6 +110,7 @@ def _compare_report(
         print_tables(report, Console())
     else:
         print(f"wrote {html_file}")
+    return 0
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
