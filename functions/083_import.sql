@@ -4,9 +4,8 @@
 -- rejected and p_partial is false, the accepted records are written: threads by create_thread,
 -- generations by one INSERT, messages (checked by staged_rows_check, as append_messages checks
 -- its rows) by one INSERT ... SELECT in file order under the threads' row locks, so the row
--- triggers run as for append_message and seq follows the file. A thread is identified by id, a
--- generation by thread and ordinal, a message by thread, generation and position in it: a
--- second import of the same file finds everything present and writes nothing.
+-- triggers run as for append_message and seq follows the file. Identity: thread id; thread and
+-- ordinal; thread, generation and position. A second import of a file writes nothing.
 
 CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE)
 RETURNS jsonb
@@ -41,7 +40,7 @@ BEGIN
         SELECT CASE WHEN pg_input_is_valid(l.line, 'jsonb') THEN l.line::jsonb END AS doc
         OFFSET 0
     ) AS j;
-    -- Temporary tables have no statistics until analyzed: a guess may pick a nested loop.
+    -- Temporary tables have no statistics until analyzed; a guess may nest loops.
     CREATE UNIQUE INDEX ON import_records (lineno);
     ANALYZE import_records;
 
@@ -194,6 +193,8 @@ BEGIN
     FROM ember.generations AS g
     INNER JOIN ember.messages AS m ON m.generation_id = g.id
     WHERE g.thread_id IN (SELECT DISTINCT a.thread_id FROM staged_rows AS a);
+    CREATE INDEX ON import_stored (thread_id, ordinal, position);
+    ANALYZE import_stored;
 
     -- Already stored (same thread, generation and position): present if it is the same row,
     -- rejected if it is another.
@@ -251,7 +252,7 @@ BEGIN
         SELECT s.idx, greatest(
             max(s.created_at) FILTER (WHERE s.error IS NULL) OVER (PARTITION BY s.thread_id ORDER BY s.idx
                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-            (SELECT max(st.created_at) FROM import_stored AS st WHERE st.thread_id = s.thread_id),
+            (SELECT max(p.last_message_at) FROM ember.generation_progress AS p WHERE p.thread_id = s.thread_id),
             coalesce(
                 (SELECT it.created_at FROM import_threads AS it WHERE it.id = s.thread_id AND NOT it.stored),
                 (SELECT t.created_at FROM ember.threads AS t WHERE t.id = s.thread_id)
