@@ -3,7 +3,9 @@
 Each script is run on its own (a failing one is reported and the others still run); its
 printed figures pass through, and its Markdown section (bench/out/bN.md) is placed in
 docs/benchmarks.md under a description of the machine and the date. Scripts added later are
-picked up by name: nothing here lists them.
+picked up by name: nothing here lists them. `python bench/run.py --assemble` only rebuilds
+docs/benchmarks.md from the sections already in bench/out/. bench/notes.md, when present, is
+appended: what the figures mean and why a target is missed, written by hand.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def _server() -> list[str]:
 
 
 def main() -> int:
-    scripts = sorted(BENCH.glob("b*.py"))
+    scripts = [] if "--assemble" in sys.argv[1:] else sorted(BENCH.glob("b*.py"))
     OUT.mkdir(exist_ok=True)
     failed: list[str] = []
     for script in scripts:
@@ -92,6 +94,10 @@ def main() -> int:
     ]
     for section in sorted(OUT.glob("b*.md"), key=lambda p: (len(p.stem), p.stem)):
         parts.append(section.read_text().rstrip())
+        parts.append("")
+    notes = BENCH / "notes.md"
+    if notes.exists():
+        parts.append(notes.read_text().rstrip())
         parts.append("")
     if failed:
         parts.append("## Benchmarks that failed in this run")
