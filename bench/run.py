@@ -52,7 +52,7 @@ def _server() -> list[str]:
     with psycopg.connect(database_url(), autocommit=True) as conn:
         version = conn.execute("SHOW server_version").fetchone()
         settings = conn.execute(
-            "SELECT name, setting FROM pg_settings WHERE name IN "
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
             "('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'wal_level') "
             "ORDER BY name"
         ).fetchall()
