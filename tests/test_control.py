@@ -148,3 +148,25 @@ def test_a_queued_event_notifies_its_thread_at_commit(db: str) -> None:
         sender.commit()
         notes = listener.notifies(timeout=10, stop_after=1)
         assert [(n.channel, n.payload) for n in notes] == [("ember_event", "chat")]
+
+
+def test_the_host_helper_steers_a_side_chat_through_the_control_plane(db: str) -> None:
+    from ember.host import Host
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        host = Host(conn)
+        host.create_thread("main", "main")
+        host.create_thread("chat", "side", title="A side chat")
+        host.append_message("chat", "user", "Draft the plan.", author="human")
+        host.turn_started("chat")
+        scene = host.side_chat_inspect("chat")
+        assert scene.running
+        result = host.side_chat_message("toolu_1", "chat", "stop", "Stop here, please.")
+        assert host.side_chat_message("toolu_1", "chat", "stop", "Stop here, please.") == result
+        delivered = host.deliverable_events("chat", at_safe_point=True)
+        assert [e.kind for e in delivered] == ["main-message"]
+        assert "Stop here, please." in delivered[0].content
+        assert {t.name for t in host.thread_tools("main")} >= {
+            "side_chat_message",
+            "side_chat_inspect",
+        }

@@ -17,12 +17,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import psycopg
 
-from ember import queries
+from ember import control, queries
 from ember.tools import SHADOW_TOOL_NAME, shadow_tool_definition
 
 # --- capture ---
@@ -281,3 +282,29 @@ class Host:
 
     def set_thread_status(self, thread_id: str, status: str) -> None:
         self._one(queries.HOST_SET_THREAD_STATUS, (thread_id, status))
+
+    # --- main's control plane (the typed functions live in ember.control) ---
+
+    def identity_for_turn(self, thread_id: str, root: Path) -> control.Identity:
+        """Read the thread's identity documents under `root` and record them for its next turn."""
+        return control.identity_for_turn(self.conn, thread_id, root)
+
+    def thread_tools(self, thread_id: str) -> list[control.ThreadTool]:
+        return control.thread_tools(self.conn, thread_id)
+
+    def side_chat_message(
+        self, tool_call_id: str, thread_id: str, intent: control.Intent, message: str
+    ) -> str:
+        return control.side_chat_message(self.conn, tool_call_id, thread_id, intent, message)
+
+    def side_chat_inspect(self, thread_id: str) -> control.Scene:
+        return control.side_chat_inspect(self.conn, thread_id)
+
+    def report_progress(self, tool_call_id: str, thread_id: str, report: str) -> str:
+        return control.report_progress(self.conn, tool_call_id, thread_id, report)
+
+    def deliverable_events(self, thread_id: str, *, at_safe_point: bool) -> list[control.Event]:
+        return control.deliverable_events(self.conn, thread_id, at_safe_point=at_safe_point)
+
+    def progress_board(self) -> list[control.BoardRow]:
+        return control.progress_board(self.conn)
