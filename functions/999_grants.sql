@@ -1,0 +1,127 @@
+-- Grants, last of all (docs/operations.md, "Roles and grants").
+--
+-- Nothing in schema ember is open to PUBLIC (spelled `public` below, as sqlfluff prefers): not the schema, no table, no function. Each role gets
+-- EXECUTE on the functions of its job, listed by name below (every overload of a name); adding a
+-- function to a role is one line. A listed function is made SECURITY DEFINER here: the roles hold
+-- no table privileges, so a function they may call reads and writes as its owner, and its checks
+-- are the only door. Internal helpers called from those functions, triggers included, run as the
+-- owner already and are granted to no one. The alternative, granting table privileges and keeping
+-- functions SECURITY INVOKER, would let a host role write rows past append_message's checks.
+--
+-- Each migrate converges: EXECUTE is first revoked from PUBLIC, ember_host and ember_worker on every
+-- function, then granted from the lists, so a name removed from a list loses its grant. Grants to
+-- other roles (ember_analyst, by the comparison files) are left alone, as is anything a DBA granted
+-- to a login role directly.
+
+REVOKE ALL ON SCHEMA ember FROM public;
+REVOKE ALL ON ALL TABLES IN SCHEMA ember FROM public, ember_host, ember_worker;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA ember FROM public, ember_host, ember_worker;
+GRANT USAGE ON SCHEMA ember TO ember_host, ember_worker;
+
+-- Ember's own functions only: pgvector's, when it lives in ember (migration 0026), keep the
+-- EXECUTE its script gave them, as they would in any other schema.
+DO $$
+DECLARE
+    v_fn regprocedure;
+BEGIN
+    FOR v_fn IN
+        SELECT p.oid::regprocedure
+        FROM pg_proc AS p
+        WHERE p.pronamespace = 'ember'::regnamespace
+            AND p.prokind IN ('f', 'p')
+            AND NOT EXISTS (
+                SELECT 1 FROM pg_depend AS d
+                WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+            )
+    LOOP
+        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, ember_host, ember_worker', v_fn);
+    END LOOP;
+END;
+$$;
+
+DO $$
+DECLARE
+    v_grant record;
+BEGIN
+    FOR v_grant IN
+        SELECT g.role_name, g.fn_name, p.oid::regprocedure AS fn
+        FROM (
+            VALUES
+            -- ember_host: the host API (threads, generations, messages, turn state, prefixes) and
+            -- reads through the visibility functions.
+            ('ember_host', 'define_category'),
+            ('ember_host', 'create_thread'),
+            ('ember_host', 'start_generation'),
+            ('ember_host', 'current_generation'),
+            ('ember_host', 'append_message'),
+            ('ember_host', 'set_thread_status'),
+            ('ember_host', 'set_thread_model'),
+            ('ember_host', 'ensure_steward_thread'),
+            ('ember_host', 'note_prefix'),
+            ('ember_host', 'turn_started'),
+            ('ember_host', 'turn_ended'),
+            ('ember_host', 'waiting_for_user'),
+            ('ember_host', 'task_ended'),
+            ('ember_host', 'is_steward_thread'),
+            ('ember_host', 'is_label_carrier'),
+            ('ember_host', 'is_isolated'),
+            ('ember_host', 'generation_labels'),
+            ('ember_host', 'thread_call_labels'),
+            ('ember_host', 'route_model'),
+            ('ember_host', 'check_carrier_flow'),
+            ('ember_host', 'copy_messages'),
+            ('ember_host', 'report_read_generations'),
+            ('ember_host', 'list_threads'),
+            ('ember_host', 'read_thread'),
+            ('ember_host', 'thread_visible'),
+            ('ember_host', 'thread_hidden_reason'),
+            -- ember_worker: the tick, claims, submits, and what a plan needs to be routed.
+            ('ember_worker', 'tick'),
+            ('ember_worker', 'shadow_ready'),
+            ('ember_worker', 'claim_shadow_run'),
+            ('ember_worker', 'submit_shadow_run'),
+            ('ember_worker', 'generation_labels'),
+            ('ember_worker', 'thread_call_labels'),
+            ('ember_worker', 'route_model')
+        ) AS g (role_name, fn_name)
+        LEFT JOIN pg_proc AS p
+            ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')
+        ORDER BY g.role_name, g.fn_name
+    LOOP
+        IF v_grant.fn IS NULL THEN
+            RAISE EXCEPTION '999_grants.sql grants ember.% to %, but no such function exists',
+                v_grant.fn_name, v_grant.role_name;
+        END IF;
+        EXECUTE format('ALTER ROUTINE %s SECURITY DEFINER', v_grant.fn);
+        EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %I', v_grant.fn, v_grant.role_name);
+    END LOOP;
+END;
+$$;
+
+-- A view runs the functions it calls with its reader's privileges, not its owner's, so a role
+-- that may read a view in ember also needs EXECUTE on the ember functions that view calls. Derived
+-- from the catalog rather than listed, so the comparison views (granted to ember_analyst in their
+-- own files) keep working after the PUBLIC revoke above whatever functions they come to use.
+DO $$
+DECLARE
+    v_need record;
+BEGIN
+    FOR v_need IN
+        SELECT DISTINCT dep.refobjid::regprocedure AS fn, r.rolname
+        FROM pg_class AS v
+        INNER JOIN pg_rewrite AS rw ON rw.ev_class = v.oid
+        INNER JOIN pg_depend AS dep
+            ON dep.classid = 'pg_rewrite'::regclass AND dep.objid = rw.oid
+                AND dep.refclassid = 'pg_proc'::regclass
+        INNER JOIN pg_proc AS p ON dep.refobjid = p.oid AND p.pronamespace = 'ember'::regnamespace
+        CROSS JOIN pg_roles AS r
+        WHERE v.relnamespace = 'ember'::regnamespace
+            AND v.relkind IN ('v', 'm')
+            AND r.rolname IN ('ember_host', 'ember_worker', 'ember_analyst')
+            AND has_table_privilege(r.oid, v.oid, 'SELECT')
+            AND NOT r.rolsuper
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON ROUTINE %s TO %I', v_need.fn, v_need.rolname);
+    END LOOP;
+END;
+$$;
