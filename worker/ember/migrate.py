@@ -4,8 +4,12 @@
 transaction, and recorded with its sha256; an applied file whose bytes changed stops the run
 with its name, because silently diverging schemas are worse than a failed deploy.
 `functions/*.sql` holds CREATE OR REPLACE definitions, re-applied in filename order on every
-run in one transaction, so a broken function file leaves the previous definitions in place.
+run in one transaction, so a broken function file leaves the previous definitions in place; the
+digest of the whole set is recorded so a worker can tell the database's functions are its own.
 A transaction-independent advisory lock serializes concurrent migrates.
+
+The SQL ships inside the package (`ember/sql/`, copied there by setup.py when a wheel is built),
+so an installed `ember migrate` needs no checkout; an editable install reads the checkout.
 """
 
 from __future__ import annotations
@@ -32,6 +36,37 @@ class MigrateResult:
     functions: list[str] = field(default_factory=list)
 
 
+@dataclass
+class MigrationStatus:
+    """The database's migrations against a tree of SQL files."""
+
+    applied: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    edited: list[str] = field(default_factory=list)
+    # Applied in the database but absent from the files: the database is newer than this package.
+    unknown: list[str] = field(default_factory=list)
+    functions_current: bool = False
+    functions: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> bool:
+        return not (self.pending or self.edited or self.unknown) and self.functions_current
+
+
+def sql_root() -> Path:
+    """Where this installation's own db/ and functions/ live."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "sql"
+    if (packaged / "db" / "migrations").is_dir():
+        return packaged
+    checkout = here.parents[1]
+    if (checkout / "db" / "migrations").is_dir() and (checkout / "functions").is_dir():
+        return checkout
+    raise MigrationError(
+        f"no SQL files found in {packaged} or {checkout}: reinstall the ember package"
+    )
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -48,6 +83,21 @@ def function_files(root: Path) -> list[Path]:
     return sorted((root / "functions").glob("*.sql"))
 
 
+def functions_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in function_files(root):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _edited_message(path: Path, root: Path, recorded: str, now: str) -> str:
+    return (
+        f"{path.relative_to(root)} was edited after it was applied "
+        f"(recorded sha256 {recorded[:12]}…, file now {now[:12]}…); "
+        "add a new migration instead of editing this one"
+    )
+
+
 def migrate(url: str, root: Path) -> MigrateResult:
     result = MigrateResult()
     migrations = migration_files(root)
@@ -62,9 +112,7 @@ def migrate(url: str, root: Path) -> MigrateResult:
                 if path.name in applied:
                     if applied[path.name] != digest:
                         raise MigrationError(
-                            f"{path.relative_to(root)} was edited after it was applied "
-                            f"(recorded sha256 {applied[path.name][:12]}…, file now "
-                            f"{digest[:12]}…); add a new migration instead of editing this one"
+                            _edited_message(path, root, applied[path.name], digest)
                         )
                     continue
                 with conn.transaction():
@@ -81,6 +129,62 @@ def migrate(url: str, root: Path) -> MigrateResult:
                     except psycopg.Error as exc:
                         raise MigrationError(f"{path.relative_to(root)}: {exc}") from exc
                     result.functions.append(path.name)
+                conn.execute(queries.RECORD_FUNCTIONS, (functions_digest(root),))
         finally:
             conn.execute(queries.MIGRATE_UNLOCK)
     return result
+
+
+def status(url: str, root: Path) -> MigrationStatus:
+    """Compare the database with the files; read-only, and creates nothing."""
+    out = MigrationStatus(functions=[p.name for p in function_files(root)])
+    migrations = migration_files(root)
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(queries.MIGRATIONS_TABLE_EXISTS).fetchone()
+        has_migrations, has_functions = row if row else (False, False)
+        applied: dict[str, str] = (
+            dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall()) if has_migrations else {}
+        )
+        recorded = conn.execute(queries.APPLIED_FUNCTIONS).fetchone() if has_functions else None
+    names = {p.name for p in migrations}
+    for path in migrations:
+        if path.name not in applied:
+            out.pending.append(path.name)
+        elif applied[path.name] != _sha256(path):
+            out.edited.append(path.name)
+        else:
+            out.applied.append(path.name)
+    out.unknown = sorted(set(applied) - names)
+    out.functions_current = recorded is not None and recorded[0] == functions_digest(root)
+    return out
+
+
+def _names(items: list[str]) -> str:
+    return (
+        ", ".join(items) if len(items) <= 3 else f"{', '.join(items[:3])} and {len(items) - 3} more"
+    )
+
+
+def describe_difference(st: MigrationStatus) -> str | None:
+    """One line naming how the database differs from the files, or None when it matches."""
+    if st.unknown:
+        return (
+            f"the database has migrations this ember does not know ({_names(st.unknown)}): "
+            "upgrade ember to the version that applied them"
+        )
+    if st.edited:
+        return (
+            f"applied migrations differ from this ember's files ({_names(st.edited)}): "
+            "the database was migrated by another build of ember"
+        )
+    if st.pending:
+        return f"the database lacks migrations {_names(st.pending)}: run `ember migrate`"
+    if not st.functions_current:
+        return "the database's functions are not this ember's: run `ember migrate`"
+    return None
+
+
+def check_schema_current(url: str, root: Path | None = None) -> str | None:
+    """For the worker's start-up: None when the database runs exactly this package's SQL, else
+    one line naming the difference and what to do."""
+    return describe_difference(status(url, root or sql_root()))

@@ -147,3 +147,20 @@ IMPORT_STAGE: LiteralString = (
 IMPORT_COPY: LiteralString = "COPY import_lines (lineno, line) FROM STDIN"
 IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s)"
 EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"
+
+# --- operations: migration status and the worker's start-up check ---
+# to_regclass, so a status or dry run against an empty database reads "nothing applied" and
+# creates nothing.
+MIGRATIONS_TABLE_EXISTS: LiteralString = (
+    "SELECT to_regclass('ember.schema_migrations') IS NOT NULL, "
+    "to_regclass('ember.schema_functions') IS NOT NULL"
+)
+
+APPLIED_FUNCTIONS: LiteralString = "SELECT sha256 FROM ember.schema_functions"
+
+# Only a change of the digest touches the row, so a migrate that changes nothing writes nothing.
+RECORD_FUNCTIONS: LiteralString = """
+INSERT INTO ember.schema_functions (sha256) VALUES (%s)
+ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, applied_at = clock_timestamp()
+WHERE ember.schema_functions.sha256 <> excluded.sha256
+"""
