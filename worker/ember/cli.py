@@ -1,20 +1,133 @@
-"""The `ember` command line."""
+"""The `ember` command line.
+
+Exit codes (also in `ember --help`): 0 success; 1 an unexpected error (a bug: rerun with --debug
+for the traceback); 2 a usage error; 3 the embedded server is not running; 4 the database cannot
+be reached; 5 authentication failed; 6 a malformed DATABASE_URL; 7 the database's migrations do
+not match this ember (missing, edited, failed or unknown migrations); 8 the embedded server or the
+test tools could not be set up; 9 a refused request (e.g. a test database name that is not one).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
 from ember.config import database_url, uses_embedded
-from ember.devsetup import SetupError, ensure_chromium, ensure_pgtap, fresh_database
-from ember.embedded import EmbeddedError, EmbeddedServer, project_root
-from ember.migrate import MigrationError, migrate
+from ember.devsetup import (
+    RefusedError,
+    SetupError,
+    check_test_database,
+    ensure_chromium,
+    ensure_pgtap,
+    fresh_database,
+)
+from ember.embedded import EmbeddedError, EmbeddedServer, NotRunningError
+from ember.migrate import (
+    MigrationError,
+    describe_difference,
+    function_files,
+    migrate,
+    sql_root,
+    status,
+)
+
+EXIT_UNEXPECTED = 1
+EXIT_USAGE = 2
+EXIT_NOT_RUNNING = 3
+EXIT_UNREACHABLE = 4
+EXIT_AUTH = 5
+EXIT_BAD_URL = 6
+EXIT_MIGRATIONS = 7
+EXIT_SETUP = 8
+EXIT_REFUSED = 9
+
+EXIT_CODES = """exit codes:
+  0  success
+  1  unexpected error (a bug: rerun with --debug for the traceback)
+  2  usage error
+  3  the embedded server is not running (ember db start)
+  4  the database cannot be reached
+  5  authentication to the database failed
+  6  malformed DATABASE_URL
+  7  the database's migrations do not match this ember (ember migrate --status)
+  8  the embedded server or the test tools could not be set up
+  9  refused (e.g. a test database name that is not clearly a test database)
+"""
 
 
+class CliError(Exception):
+    """An expected failure: one line for the user and the exit code that names its kind."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _checked_url() -> str:
+    """`DATABASE_URL` (parsed, so a malformed one is exit 6) or the embedded server's."""
+    if uses_embedded():
+        return database_url()
+    url = database_url()
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise CliError(
+            EXIT_BAD_URL,
+            f"DATABASE_URL is malformed ({' '.join(str(exc).split())}); "
+            "expected postgresql://user@host:port/db",
+        ) from exc
+    return url
+
+
+def _where(url: str) -> str:
+    """host:port/db of a URL, never its password."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the configured database"
+    host = params.get("host") or "the local socket"
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"{host}{port}/{params.get('dbname') or ''}"
+
+
+_AUTH = re.compile(
+    r"password authentication failed|no password supplied|authentication failed|"
+    r"role \S+ does not exist|pg_hba\.conf rejects",
+    re.IGNORECASE,
+)
+
+
+def _connection_error(exc: psycopg.OperationalError) -> CliError:
+    detail = " ".join(str(exc).split())
+    detail = re.sub(r"^connection failed: ", "", detail)
+    try:
+        where = _where(database_url()) if not uses_embedded() else "the embedded server"
+    except Exception:
+        where = "the database"
+    if _AUTH.search(detail):
+        return CliError(
+            EXIT_AUTH,
+            f"authentication to {where} failed ({detail}); check the user and password in "
+            "DATABASE_URL (or its passfile)",
+        )
+    if "invalid" in detail and "connection is bad" in detail:
+        return CliError(EXIT_BAD_URL, f"DATABASE_URL is malformed ({detail})")
+    return CliError(
+        EXIT_UNREACHABLE,
+        f"cannot reach {where} ({detail}); is the server running and DATABASE_URL right?",
+    )
+
+
+# --- db ------------------------------------------------------------------------------------
 def _cmd_db(args: argparse.Namespace) -> int:
     server = EmbeddedServer()
     if args.action == "start":
@@ -23,18 +136,51 @@ def _cmd_db(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         print("stopped" if server.stop() else "not running")
     elif args.action == "status":
-        status = server.status()
-        print(json.dumps(status, indent=2))
-        return 0 if status["running"] else 3
+        report = server.status()
+        print(json.dumps(report, indent=2))
+        return 0 if report["running"] else EXIT_NOT_RUNNING
     elif args.action == "url":
-        # The URL alone, for scripts: `DATABASE_URL` wins, as everywhere else.
-        print(database_url())
+        # The URL alone, for scripts: `DATABASE_URL` wins, as everywhere else. The embedded
+        # server's URL only while it runs: a URL that nothing answers is worse than an error.
+        if not uses_embedded():
+            print(_checked_url())
+        elif server.running_pid() is None:
+            raise NotRunningError(
+                "the embedded server is not running: start it with `ember db start`"
+            )
+        else:
+            print(server.url())
     return 0
 
 
+# --- migrate -------------------------------------------------------------------------------
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    url = database_url()
-    result = migrate(url, project_root())
+    url = _checked_url()
+    root = sql_root()
+    if args.status or args.dry_run:
+        st = status(url, root)
+        if args.status:
+            for label, names in (
+                ("applied", st.applied),
+                ("pending", st.pending),
+                ("edited", st.edited),
+                ("unknown", st.unknown),
+            ):
+                for name in names:
+                    print(f"{label:8} {name}")
+            print(f"functions {'current' if st.functions_current else 'stale'}")
+            difference = describe_difference(st)
+            if difference:
+                print(difference, file=sys.stderr)
+                return EXIT_MIGRATIONS
+            return 0
+        if st.edited or st.unknown:
+            raise MigrationError(describe_difference(st) or "the migrations differ")
+        for name in st.pending:
+            print(f"would apply {name}")
+        print(f"would re-apply {len(function_files(root))} function files (nothing was changed)")
+        return 0
+    result = migrate(url, root)
     applied = ", ".join(result.applied) if result.applied else "none"
     print(f"migrations applied: {applied}")
     print(f"function files re-applied: {len(result.functions)}")
@@ -54,12 +200,6 @@ def _cmd_setup_chromium(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_testdb(args: argparse.Namespace) -> int:
-    url, _ = fresh_database(database_url(), args.name, root=project_root(), pgtap=not args.no_pgtap)
-    print(url)
-    return 0
-
-
 def _cmd_compare(args: argparse.Namespace) -> int:
     from ember.comparison.report import WindowError, parse_when
 
@@ -72,7 +212,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if since and until and since >= until:
         print("ember compare: --since must be before --until", file=sys.stderr)
         return 2
-    url = database_url()
+    url = _checked_url()
     if args.semantic:
         return _compare_semantic(url, since, until, dry_run=args.dry_run)
     return _compare_report(url, since, until, as_json=args.json, html_file=args.html)
@@ -119,7 +259,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from ember.transfer import ImportFileError, run_import
 
     try:
-        with psycopg.connect(database_url()) as conn:
+        with psycopg.connect(_checked_url()) as conn:
             result = run_import(conn, Path(args.file), partial=args.partial)
     except ImportFileError as exc:
         print(f"ember import: {args.file}: {exc}", file=sys.stderr)
@@ -146,7 +286,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     from ember.transfer import export_to
 
-    with psycopg.connect(database_url()) as conn:
+    with psycopg.connect(_checked_url()) as conn:
         if args.output == "-":
             export_to(conn, sys.stdout)
         else:
@@ -161,6 +301,14 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     return run_worker(args)
 
 
+def _cmd_testdb(args: argparse.Namespace) -> int:
+    url = _checked_url()
+    check_test_database(url, args.name)
+    fresh, _ = fresh_database(url, args.name, root=sql_root(), pgtap=not args.no_pgtap)
+    print(fresh)
+    return 0
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -168,28 +316,58 @@ def _cmd_sim(argv: Sequence[str]) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ember", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ember",
+        description=(__doc__ or "").splitlines()[0],
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show a traceback on any failure")
+    # Also accepted after the subcommand; SUPPRESS keeps a subparser from resetting it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    db = sub.add_parser("db", help="the embedded development database")
+    db = sub.add_parser("db", parents=[common], help="the embedded development database")
     db.add_argument("action", choices=["start", "stop", "status", "url"])
     db.set_defaults(func=_cmd_db)
 
-    mig = sub.add_parser("migrate", help="apply new migrations and re-apply functions")
+    mig = sub.add_parser(
+        "migrate", parents=[common], help="apply new migrations and re-apply functions"
+    )
+    mode = mig.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--status",
+        action="store_true",
+        help="list applied, pending, edited and unknown migrations; exit 7 unless current",
+    )
+    mode.add_argument(
+        "--dry-run", action="store_true", help="print what would run and change nothing"
+    )
     mig.set_defaults(func=_cmd_migrate)
 
-    pgtap = sub.add_parser("setup-pgtap", help="install pgTAP and pg_prove for the tests")
+    pgtap = sub.add_parser(
+        "setup-pgtap", parents=[common], help="install pgTAP and pg_prove for the tests"
+    )
     pgtap.set_defaults(func=_cmd_setup_pgtap)
 
-    chromium = sub.add_parser("setup-chromium", help="install Chromium for the report's tests")
+    chromium = sub.add_parser(
+        "setup-chromium", parents=[common], help="install Chromium for the report's tests"
+    )
     chromium.set_defaults(func=_cmd_setup_chromium)
 
-    testdb = sub.add_parser("testdb", help="recreate and migrate a test database; print its URL")
+    testdb = sub.add_parser(
+        "testdb", parents=[common], help="recreate and migrate a test database; print its URL"
+    )
     testdb.add_argument("--name", default="ember_test")
     testdb.add_argument("--no-pgtap", action="store_true")
     testdb.set_defaults(func=_cmd_testdb)
 
-    cmp = sub.add_parser("compare", help="compare shadow with the steward (see README)")
+    cmp = sub.add_parser(
+        "compare", parents=[common], help="compare shadow with the steward (see README)"
+    )
     cmp.add_argument("--since", help="window start: 2026-11-30, an ISO timestamp, or 7d, 24h, 30m")
     cmp.add_argument("--until", help="window end (exclusive), same formats; default now")
     cmp.add_argument("--json", action="store_true", help="the report as JSON")
@@ -217,16 +395,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _classify(exc: BaseException) -> CliError | None:
+    """The expected failures, each with its exit code; None for a bug."""
+    if isinstance(exc, CliError):
+        return exc
+    if isinstance(exc, NotRunningError):
+        return CliError(EXIT_NOT_RUNNING, str(exc))
+    if isinstance(exc, EmbeddedError | SetupError):
+        return CliError(EXIT_SETUP, str(exc))
+    if isinstance(exc, RefusedError):
+        return CliError(EXIT_REFUSED, str(exc))
+    if isinstance(exc, MigrationError):
+        return CliError(EXIT_MIGRATIONS, str(exc))
+    if isinstance(exc, psycopg.OperationalError):
+        return _connection_error(exc)
+    return None
+
+
+def _fail(command: str, code: int, message: str) -> int:
+    # One line: a multi-line message (e.g. a server log tail) is folded, never dropped.
+    line = " | ".join(part.strip() for part in message.strip().splitlines() if part.strip())
+    print(f"ember {command}: {line}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:
         return _cmd_sim(argv[1:])
     args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return int(args.func(args))
-    except (EmbeddedError, MigrationError, SetupError) as exc:
-        print(f"ember {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return int(func(args))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        known = _classify(exc)
+        if known is not None:
+            return _fail(args.command, known.code, str(known))
+        hint = "" if getattr(args, "debug", False) else " (rerun with --debug for the traceback)"
+        return _fail(
+            args.command, EXIT_UNEXPECTED, f"unexpected error: {type(exc).__name__}: {exc}{hint}"
+        )
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from ember import queries
 from ember.config import uses_embedded, with_database
@@ -21,6 +23,34 @@ PGTAP_SOURCE = Path("/usr/share/postgresql/15/extension")
 
 class SetupError(RuntimeError):
     pass
+
+
+class RefusedError(RuntimeError):
+    """A request Ember will not carry out, e.g. wiping a database that is not a test database."""
+
+
+# A test database says so in its name: `test` as a whole word between underscores
+# (ember_test, test_ember, ember_test_2) or the pytest fixtures' ember_t_/ember_tpl_/ember_e_.
+TEST_DATABASE_NAME = re.compile(
+    r"^(?:[a-z0-9_]*_)?test(?:_[a-z0-9_]*)?$|^ember_(?:t|tpl|e)_[0-9_]+$"
+)
+NEVER_TEST_DATABASES = frozenset({"postgres", "template0", "template1", "ember"})
+
+
+def check_test_database(base_url: str, name: str) -> None:
+    """Refuse to drop and recreate `name` unless it is clearly a test database, and never the
+    database `base_url` (what `ember db url` prints) points at: `ember testdb` wipes it."""
+    configured = conninfo_to_dict(base_url).get("dbname")
+    if name == configured or name in NEVER_TEST_DATABASES:
+        raise RefusedError(
+            f"refusing to wipe database {name!r}: it is the development database "
+            "(the one `ember db url` names); pick a test database such as ember_test"
+        )
+    if not TEST_DATABASE_NAME.match(name):
+        raise RefusedError(
+            f"refusing to wipe database {name!r}: a test database's name contains the word "
+            "test between underscores (ember_test, ember_test_2, test_ember)"
+        )
 
 
 def _pgtap_present() -> bool:

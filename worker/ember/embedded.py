@@ -33,6 +33,10 @@ class EmbeddedError(RuntimeError):
     """A clear, user-facing failure of the embedded server."""
 
 
+class NotRunningError(EmbeddedError):
+    """The embedded server is not running (and the command will not start it)."""
+
+
 def project_root() -> Path:
     env = os.environ.get("EMBER_HOME")
     if env:
