@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+def server() -> Iterator[EmbeddedServer]:
     # A long directory name: the socket path must stay short whatever the checkout's path.
-    root = tmp_path_factory.mktemp("a-checkout-with-a-rather-long-name-" + "x" * 60)
+    # Under /tmp itself, and 0711 like a checkout: as root the server runs as another user,
+    # which must pass through (pytest's own temp root is 0700, and Ember changes no permission
+    # outside .ember/).
+    root = Path(tempfile.mkdtemp(prefix="a-checkout-with-a-rather-long-name-" + "x" * 60))
+    root.chmod(0o711)
     srv = EmbeddedServer(root)
     yield srv
     srv.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _select_one(url: str) -> int:
@@ -35,7 +42,8 @@ def _select_one(url: str) -> int:
 
 def test_start_restart_and_url(server: EmbeddedServer) -> None:
     url = server.start()
-    assert url.startswith("postgresql://postgres@127.0.0.1:") and url.endswith("/ember")
+    assert url.startswith("postgresql://postgres@127.0.0.1:")
+    assert url.endswith(f"/ember?passfile={server.layout.passfile}")
     assert _select_one(url) == 1
     assert server.start() == url, "starting twice is harmless"
     assert server.status()["running"] is True

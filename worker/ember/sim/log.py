@@ -8,6 +8,7 @@ JSONL file, one object per line. API keys are never recorded.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -67,6 +68,19 @@ class LoggedRequest:
         }
 
 
+def open_private_log(path: Path) -> TextIO:
+    """Open a log for appending, readable by its owner only: it holds whole request bodies.
+
+    A missing directory is created 0700; a link at `path` is refused rather than followed, and an
+    existing file of ours is narrowed to 0600 (an older `--log` file may have been 0644).
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    if os.fstat(fd).st_uid == os.geteuid():
+        os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
 @dataclass
 class RequestLog:
     path: Path | None = None
@@ -98,7 +112,7 @@ class RequestLog:
             entry.finished = True
             if self.path is not None:
                 if self._file is None:
-                    self._file = self.path.open("a", encoding="utf-8")
+                    self._file = open_private_log(self.path)
                 self._file.write(json.dumps(entry.to_json(), ensure_ascii=False) + "\n")
                 self._file.flush()
             self._changed.notify_all()
