@@ -33,8 +33,11 @@ migrate: $(STAMP)
 test: setup
 	@$(MAKE) --no-print-directory pgtap pytest
 
+# pg_prove reads an "=" in --dbname as an option hash, so the embedded server's passfile goes
+# through PGPASSFILE instead of the URL's query.
 pgtap: $(STAMP)
 	@url=$$($(EMBER) testdb --name $(TEST_DB)); \
+	case "$$url" in *'?passfile='*) export PGPASSFILE="$${url#*\?passfile=}"; url="$${url%%\?*}";; esac; \
 	psql_bin=$$($(BIN)/python -c 'from ember.embedded import bin_dir; print(bin_dir() / "psql")'); \
 	pg_prove --psql-bin "$$psql_bin" --dbname "$$url" --ext .sql pgtap/
 
