@@ -206,11 +206,11 @@ BEGIN
             USING ERRCODE = 'EM004', HINT = 'authors: human, agent, system, main';
     END IF;
     IF v_author = 'human' AND p_role <> 'user' THEN
-        RAISE EXCEPTION 'thread "%": a % row cannot have author human', p_thread, p_role
+        RAISE EXCEPTION 'thread "%": only user rows can have author human, not a row of role %', p_thread, p_role
             USING ERRCODE = 'EM004';
     END IF;
     IF p_tool_status IS NOT NULL AND p_role <> 'tool_result' THEN
-        RAISE EXCEPTION 'thread "%": tool status "%" on a % row; only tool_result rows have one',
+        RAISE EXCEPTION 'thread "%": tool status "%" on a row of role %; only tool_result rows have one',
             p_thread, p_tool_status, p_role
             USING ERRCODE = 'EM008';
     END IF;
@@ -238,6 +238,8 @@ BEGIN
             USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
     END IF;
 
+    -- The one sanctioned insert: messages_arrival_guard (991_input_guards.sql) refuses others.
+    PERFORM set_config('ember.inserting_message', 'on', true);
     INSERT INTO ember.messages (
         seq, thread_id, generation_id, role, author, content, blocks,
         tool_call_id, tool_name, tool_status, from_thread, created_at
@@ -247,6 +249,7 @@ BEGIN
         p_tool_call_id, p_tool_name, p_tool_status, p_from_thread, p_now
     )
     RETURNING id INTO v_id;
+    PERFORM set_config('ember.inserting_message', '', true);
     RETURN v_id;
 END;
 $$;

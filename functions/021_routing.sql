@@ -64,6 +64,12 @@ DECLARE
     v_model text;
     v_missing text[];
 BEGIN
+    IF p_categories IS NULL THEN
+        -- No labels is '{}'; NULL is a caller that lost them, and routing it as unlabelled
+        -- would be a downgrade (invariant 9).
+        RAISE EXCEPTION 'route_model: categories must not be NULL; pass ''{}'' for none'
+            USING ERRCODE = 'EM012';
+    END IF;
     IF p_tier IS NULL OR p_tier NOT IN ('light', 'standard', 'frontier') THEN
         RAISE EXCEPTION 'unknown model tier "%"', p_tier
             USING ERRCODE = 'EM023', HINT = 'tiers: light, standard, frontier';

@@ -159,7 +159,8 @@ BEGIN
     BEGIN
         v_request := p_request::json;
         PERFORM p_response::json;
-    EXCEPTION WHEN invalid_text_representation THEN
+    EXCEPTION WHEN invalid_text_representation OR statement_too_complex THEN
+        -- statement_too_complex (54001): JSON nested deeper than the parser's stack allows.
         RAISE EXCEPTION 'thread "%": a prefix request and response must be JSON text', p_thread
             USING ERRCODE = 'EM032', DETAIL = SQLERRM;
     END;
@@ -229,11 +230,18 @@ CREATE OR REPLACE FUNCTION ember.turn_ended(
     p_thread text, p_ok boolean, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS text
-LANGUAGE sql
+LANGUAGE plpgsql
 AS $$
-    SELECT ember.shadow_memory_changed(
-        p_thread, CASE WHEN coalesce(p_ok, false) THEN 'turn-boundary' ELSE 'turn-failed' END, p_now
-    )
+BEGIN
+    IF p_ok IS NULL THEN
+        -- Guessing "failed" would signal a failure that may not have happened.
+        RAISE EXCEPTION 'turn_ended: thread "%": p_ok must say whether the turn succeeded, not NULL', p_thread
+            USING ERRCODE = 'EM012';
+    END IF;
+    RETURN ember.shadow_memory_changed(
+        p_thread, CASE WHEN p_ok THEN 'turn-boundary' ELSE 'turn-failed' END, p_now
+    );
+END;
 $$;
 
 CREATE OR REPLACE FUNCTION ember.waiting_for_user(p_thread text, p_now timestamptz DEFAULT clock_timestamp())

@@ -188,7 +188,11 @@ BEGIN
                               THEN 'its lease expired and tick() abandoned it; the thread will be offered again'
                               ELSE 'an outcome is recorded once' END;
     END IF;
-    IF p_lease_token IS NULL OR p_lease_token <> r.lease_token THEN
+    IF p_lease_token IS NULL THEN
+        RAISE EXCEPTION 'shadow run %: the lease token is missing', p_run
+            USING ERRCODE = 'EM041', HINT = 'pass the lease_token that claim_shadow_run() returned';
+    END IF;
+    IF p_lease_token <> r.lease_token THEN
         RAISE EXCEPTION 'shadow run %: the lease token does not match; the run is held by another claim', p_run
             USING ERRCODE = 'EM041';
     END IF;

@@ -16,7 +16,8 @@ INSERT INTO ember.models (
 
 SELECT is(ember.route_model('light', '{}'), 'light-plain',
           'unlabelled work takes the first model of the tier in registry order');
-SELECT is(ember.route_model('light', NULL), 'light-plain', 'no categories is the same as none');
+SELECT throws_ok($$SELECT ember.route_model('light', NULL)$$, 'EM012', NULL,
+                 'NULL categories are refused, never routed as unlabelled');
 SELECT is(ember.route_model('light', ember.thread_call_labels('doc')), 'light-health',
           'a category thread routes past the untagged model listed first to the tagged one');
 SELECT is(ember.route_model('light', '{health,health}'), 'light-health',

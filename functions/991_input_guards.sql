@@ -1,0 +1,122 @@
+-- Guards on input and on how rows arrive, each its own trigger with its own name, so they sit
+-- beside the triggers other files put on the same tables (e.g. message immutability).
+
+-- Text keys: a documented limit (setting max_key_chars) and a message that names the field,
+-- instead of PostgreSQL's "index row requires ... bytes" from deep inside an insert. Checked in
+-- triggers rather than in each host function: every key column is covered whichever function
+-- (or a later import) writes it.
+CREATE OR REPLACE FUNCTION ember.check_key_length(p_field text, p_value text)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_limit integer := ember.setting_int('max_key_chars');
+BEGIN
+    IF length(p_value) > v_limit THEN
+        RAISE EXCEPTION '% is % characters long; the limit is %', p_field, length(p_value), v_limit
+            USING ERRCODE = 'EM012', HINT = 'setting max_key_chars';
+    END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.key_length_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    CASE tg_table_name
+        WHEN 'threads' THEN
+            PERFORM ember.check_key_length('thread id', new.id);
+        WHEN 'categories' THEN
+            PERFORM ember.check_key_length('category name', new.name);
+        WHEN 'models' THEN
+            PERFORM ember.check_key_length('model id', new.id);
+        WHEN 'shadow_runs' THEN
+            PERFORM ember.check_key_length('worker name', new.worker);
+    END CASE;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_key_length
+BEFORE INSERT OR UPDATE OF id ON ember.threads
+FOR EACH ROW EXECUTE FUNCTION ember.key_length_guard();
+
+CREATE OR REPLACE TRIGGER categories_key_length
+BEFORE INSERT OR UPDATE OF name ON ember.categories
+FOR EACH ROW EXECUTE FUNCTION ember.key_length_guard();
+
+CREATE OR REPLACE TRIGGER models_key_length
+BEFORE INSERT OR UPDATE OF id ON ember.models
+FOR EACH ROW EXECUTE FUNCTION ember.key_length_guard();
+
+CREATE OR REPLACE TRIGGER shadow_runs_key_length
+BEFORE INSERT OR UPDATE OF worker ON ember.shadow_runs
+FOR EACH ROW EXECUTE FUNCTION ember.key_length_guard();
+
+-- Messages: rows arrive only through the host API, and within the size limit. append_message and
+-- copy_messages mark the insert they are about to make (ember.inserting_message, reset right
+-- after); a bare INSERT, which would skip the thread lock that orders seq (invariant 8), the
+-- archive check and author rules, is told which function to call. A transaction-local flag
+-- rather than a check of the caller's role: the owner and superusers are refused as well, which
+-- is the point, since privileges already stop everyone else.
+CREATE OR REPLACE FUNCTION ember.messages_arrival_guard()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_limit integer := ember.setting_int('max_message_bytes');
+BEGIN
+    IF coalesce(current_setting('ember.inserting_message', true), '') <> 'on' THEN
+        RAISE EXCEPTION 'messages are added with ember.append_message(), not inserted directly'
+            USING ERRCODE = 'EM091',
+                  HINT = 'SELECT ember.append_message(thread, role, content, ...); copies: ember.copy_messages()';
+    END IF;
+    PERFORM ember.check_key_length('tool call id', new.tool_call_id);
+    PERFORM ember.check_key_length('tool name', new.tool_name);
+    IF octet_length(new.content) > v_limit THEN
+        RAISE EXCEPTION 'thread "%": message content is % bytes; the limit is %',
+            new.thread_id, octet_length(new.content), v_limit
+            USING ERRCODE = 'EM090', HINT = 'setting max_message_bytes';
+    END IF;
+    RETURN new;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_arrival_guard
+BEFORE INSERT ON ember.messages
+FOR EACH ROW EXECUTE FUNCTION ember.messages_arrival_guard();
+
+-- A thread that ends or is archived cancels its running shadow run: the run is flagged so its
+-- submit records 'cancelled' and no proposals (invariant 6), and the worker is told through
+-- NOTIFY ember_cancel. An archived thread is gone, so its offers and prefix go too
+-- (shadow_withdraw); an ended one keeps its standing offers, and the status change's own signal
+-- (thread-ended, raised after this) lets it be digested afresh from its final rows. A trigger on
+-- the status column, so any path that ends a thread does it.
+CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_thread_end()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_run bigint;
+BEGIN
+    IF new.status = 'archived' THEN
+        PERFORM ember.shadow_withdraw(new.id);
+        RETURN NULL;
+    END IF;
+    FOR v_run IN
+        UPDATE ember.shadow_runs SET cancel_requested = true
+        WHERE thread_id = new.id AND status = 'running'
+        RETURNING id
+    LOOP
+        PERFORM pg_notify('ember_cancel', v_run::text);
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_cancel_on_thread_end
+AFTER UPDATE OF status ON ember.threads
+FOR EACH ROW
+WHEN (new.status IN ('ended', 'archived') AND old.status IS DISTINCT FROM new.status)
+EXECUTE FUNCTION ember.shadow_cancel_on_thread_end();
