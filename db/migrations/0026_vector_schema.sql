@@ -11,6 +11,9 @@ BEGIN
     IF EXISTS (
         SELECT 1 FROM pg_extension AS e
         WHERE e.extname = 'vector' AND e.extnamespace = 'public'::regnamespace
+            -- Only the extension's owner (or a superuser) may move it; a migrating role that
+            -- is neither leaves it in place.
+            AND pg_has_role(current_user, e.extowner, 'USAGE')
     ) AND NOT EXISTS (
         SELECT 1
         FROM pg_attribute AS a
