@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,17 +18,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def server() -> Iterator[EmbeddedServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
     # A long directory name: the socket path must stay short whatever the checkout's path.
-    # Under /tmp itself, and 0711 like a checkout: as root the server runs as another user,
-    # which must pass through (pytest's own temp root is 0700, and Ember changes no permission
-    # outside .ember/).
-    root = Path(tempfile.mkdtemp(prefix="a-checkout-with-a-rather-long-name-" + "x" * 60))
-    root.chmod(0o711)
+    root = tmp_path_factory.mktemp("a-checkout-with-a-rather-long-name-" + "x" * 60)
     srv = EmbeddedServer(root)
     yield srv
     srv.stop()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _select_one(url: str) -> int:

@@ -166,15 +166,27 @@ def test_planted_links_change_no_owner_outside_ember() -> None:
 
 
 @as_root
-def test_an_unreachable_parent_is_named_and_left_alone() -> None:
+def test_a_closed_parent_is_opened_only_while_pg_ctl_runs() -> None:
     closed = Path(tempfile.mkdtemp(prefix="ember-closed-"))  # 0700: the server user cannot pass
-    root = closed / "checkout"
-    root.mkdir()
+    srv = EmbeddedServer(closed / "checkout")
     try:
-        with pytest.raises(EmbeddedError, match=f"{closed} has no search permission"):
-            EmbeddedServer(root).start()
-        assert _mode(closed) == 0o700, "no permission outside .ember/ was changed"
+        url = srv.start()  # initdb, start, and the reload that closes the password-less door
+        assert _mode(closed) == 0o700, "the parent's mode is back once the server runs"
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert srv.stop() is True
+        assert _mode(closed) == 0o700
+        with pytest.raises(psycopg.OperationalError, match="password"):
+            srv.start()
+            psycopg.connect(
+                host="127.0.0.1",
+                port=srv.port,
+                user="postgres",
+                dbname="postgres",
+                passfile="/dev/null",
+            ).close()
     finally:
+        srv.stop()
         shutil.rmtree(closed, ignore_errors=True)
 
 

@@ -17,7 +17,8 @@ Run as root, the server runs as the system user `ember-pg`. Ember then never fol
 did not make: it changes the owner only of directories it has just created (with lchown), writes
 files in directories that user owns by create-then-rename, refuses a path it cannot hand to
 initdb and pg_ctl intact (they pass -D through a shell), and changes no permission outside
-`.ember/`: when a parent directory does not let `ember-pg` through, it says which and stops.
+`.ember/` for good: a parent directory that does not let `ember-pg` through gets search
+permission for others only while initdb or pg_ctl runs, and its mode back afterwards.
 
 Durability: fsync and full_page_writes stay on, so a power loss cannot corrupt the cluster;
 synchronous_commit is off, so a crash may lose the commits of the last fraction of a second
@@ -38,6 +39,7 @@ import socket
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -169,8 +171,9 @@ def _check_passable(path: Path) -> None:
         )
 
 
-def _check_traverse(path: Path, uid: int, gid: int) -> None:
-    """Refuse, naming the directory, when the server's user cannot pass through a parent."""
+def _blocking_parents(path: Path, uid: int, gid: int) -> list[Path]:
+    """The parents of `path` the server's user cannot pass through."""
+    blocked = []
     for parent in path.parents:
         st = parent.stat()
         if st.st_uid == uid:
@@ -180,11 +183,35 @@ def _check_traverse(path: Path, uid: int, gid: int) -> None:
         else:
             bit = stat.S_IXOTH
         if not st.st_mode & bit:
-            raise EmbeddedError(
-                f"the server's user {SERVER_USER} cannot reach {path}: {parent} has no search "
-                f"permission for it. Ember changes no permission outside .ember/: grant it "
-                f"(`chmod o+x {parent}`) or set EMBER_HOME to a directory it can reach"
-            )
+            blocked.append(parent)
+    return blocked
+
+
+@contextlib.contextmanager
+def _traverse_window(path: Path) -> Iterator[None]:
+    """Let the server's user reach `path` while initdb or pg_ctl needs the path, then put every
+    parent's mode back. A running server needs no path: it works inside its data directory.
+
+    Search (x) for others, no listing, and only for as long as the command runs: the earlier
+    permanent o+x on every parent opened the way to anything below them for good. A mode that
+    someone else changed in the meantime is left as they set it.
+    """
+    if _run_as() is None:
+        yield
+        return
+    uid, gid = _owner()
+    opened: list[tuple[Path, int]] = []
+    try:
+        for parent in _blocking_parents(path, uid, gid):
+            mode = stat.S_IMODE(parent.stat().st_mode)
+            parent.chmod(mode | stat.S_IXOTH)
+            opened.append((parent, mode))
+        yield
+    finally:
+        for parent, mode in reversed(opened):
+            with contextlib.suppress(OSError):
+                if stat.S_IMODE(parent.stat().st_mode) == mode | stat.S_IXOTH:
+                    parent.chmod(mode)
 
 
 def _own_dir(path: Path, mode: int, uid: int, gid: int) -> None:
@@ -353,10 +380,9 @@ class EmbeddedServer:
         for path in (lay.pgdata, lay.log):
             _check_passable(path)
         me = os.geteuid()
+        lay.root.mkdir(parents=True, exist_ok=True)
         # .ember itself stays ours; as root it lets the server's user pass (0711), not list.
         _own_dir(lay.home, 0o711 if user else 0o700, me, os.getegid())
-        if user:
-            _check_traverse(lay.pgdata, uid, gid)
         _own_dir(lay.log_dir, 0o700, uid, gid)
         legacy = lay.home / "postgres.log"  # before the log moved into a private directory
         if os.path.lexists(legacy):
@@ -381,17 +407,18 @@ class EmbeddedServer:
                 shutil.rmtree(lay.pgdata)
             os.mkdir(lay.pgdata, 0o700)
             os.lchown(lay.pgdata, uid, gid)
-            res = _pg(
-                "initdb",
-                "-D",
-                str(lay.pgdata),
-                "-U",
-                SUPERUSER,
-                # Replaced before the first start by Ember's own pg_hba.conf (see _hba).
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C.UTF-8",
-            )
+            with _traverse_window(lay.pgdata):
+                res = _pg(
+                    "initdb",
+                    "-D",
+                    str(lay.pgdata),
+                    "-U",
+                    SUPERUSER,
+                    # Replaced before the first start by Ember's own pg_hba.conf (see _hba).
+                    "--auth=trust",
+                    "--encoding=UTF8",
+                    "--locale=C.UTF-8",
+                )
             if res.returncode != 0:
                 raise EmbeddedError(f"initdb failed for {lay.pgdata}:\n{res.stderr.strip()}")
         st = os.lstat(lay.pgdata)
@@ -431,20 +458,21 @@ class EmbeddedServer:
             f"-c unix_socket_permissions=0700 -c max_connections=100 -c shared_buffers=128MB "
             f"{settings}"
         )
-        res = _pg(
-            "pg_ctl",
-            "-D",
-            str(lay.pgdata),
-            "-l",
-            str(lay.log),
-            "-o",
-            opts,
-            "-w",
-            "-t",
-            "60",
-            "start",
-            timeout=90,
-        )
+        with _traverse_window(lay.pgdata):
+            res = _pg(
+                "pg_ctl",
+                "-D",
+                str(lay.pgdata),
+                "-l",
+                str(lay.log),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+                timeout=90,
+            )
         if res.returncode != 0:
             tail = ""
             with contextlib.suppress(OSError):
@@ -479,12 +507,24 @@ class EmbeddedServer:
                 lay.passfile, f"*:*:*:{SUPERUSER}:{password}\n", os.geteuid(), os.getegid()
             )
             _write_private(lay.pgdata / "pg_hba.conf", _hba(False), uid, gid)
-            conn.execute("SELECT pg_reload_conf()")
+            # The server reads its configuration by absolute path, and on its own time after
+            # the signal: keep the way open until it has.
+            with _traverse_window(lay.pgdata):
+                before = conn.execute("SELECT pg_conf_load_time()").fetchone()
+                conn.execute("SELECT pg_reload_conf()")
+                deadline = time.monotonic() + 30
+                while conn.execute("SELECT pg_conf_load_time()").fetchone() == before:
+                    if time.monotonic() > deadline:
+                        raise EmbeddedError("the embedded server did not reload pg_hba.conf")
+                    time.sleep(0.05)
 
     def stop(self) -> bool:
         if self.running_pid() is None:
             return False
-        res = _pg("pg_ctl", "-D", str(self.layout.pgdata), "-m", "fast", "-w", "stop", timeout=90)
+        with _traverse_window(self.layout.pgdata):
+            res = _pg(
+                "pg_ctl", "-D", str(self.layout.pgdata), "-m", "fast", "-w", "stop", timeout=90
+            )
         if res.returncode != 0:
             raise EmbeddedError(f"pg_ctl stop failed:\n{res.stderr.strip()}")
         return True
