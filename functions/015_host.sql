@@ -51,6 +51,8 @@ BEGIN
     IF p_id IS NULL OR btrim(p_id) = '' THEN
         RAISE EXCEPTION 'a thread id must be a non-empty string' USING ERRCODE = 'EM012';
     END IF;
+    -- Too long is said as such (EM012, with the limit) before the character rules (EM018).
+    PERFORM ember.check_key_length('thread id', p_id);
     IF p_kind = 'steward' THEN
         RAISE EXCEPTION 'thread "%": the steward thread is created only by ensure_steward_thread()', p_id
             USING ERRCODE = 'EM002';

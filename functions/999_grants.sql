@@ -75,6 +75,17 @@ BEGIN
             ('ember_host', 'read_thread'),
             ('ember_host', 'thread_visible'),
             ('ember_host', 'thread_hidden_reason'),
+            -- ember_host: main's control plane (identity, tools, events, side chats).
+            ('ember_host', 'turn_identity'),
+            ('ember_host', 'identity_files'),
+            ('ember_host', 'thread_tools'),
+            ('ember_host', 'register_tool'),
+            ('ember_host', 'queue_event'),
+            ('ember_host', 'report_progress'),
+            ('ember_host', 'deliverable_events'),
+            ('ember_host', 'progress_board'),
+            ('ember_host', 'side_chat_message'),
+            ('ember_host', 'side_chat_inspect'),
             -- ember_worker: the tick, claims, submits, and what a plan needs to be routed.
             ('ember_worker', 'tick'),
             ('ember_worker', 'shadow_ready'),

@@ -80,7 +80,7 @@ CREATE TEMP TABLE before_plant AS
 SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
 UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
 UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
-UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('doc', 'chat')::text, 'ok');
+UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('chat', 'doc')::text, 'ok');
 GRANT SELECT ON before_plant TO ember_host;
 CREATE TEMP TABLE planted_calls (fn text, ran_as text);
 GRANT INSERT, SELECT ON planted_calls TO ember_host;
@@ -101,7 +101,7 @@ SELECT lives_ok($$CREATE TEMP TABLE after_plant AS
     SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
     UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
     UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
-    UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('doc', 'chat')::text, 'ok')$$,
+    UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('chat', 'doc')::text, 'ok')$$,
     'Ember''s functions run with the planted objects first on the caller''s path');
 SELECT lives_ok($$SELECT ember.append_message('chat', 'user', 'after the plant', 'human')$$,
                 'and a write through the host API still works');

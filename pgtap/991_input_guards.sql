@@ -31,20 +31,20 @@ $$;
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
 
 -- Text keys: a documented limit, named, never PostgreSQL's index-row error.
-SELECT is(ember.setting_int('max_key_chars'), 200, 'text keys are limited to 200 characters by default');
-SELECT lives_ok(format($$SELECT ember.create_thread(%L, 'side')$$, repeat('t', 200)),
-                'a 200-character thread id is accepted');
-SELECT throws_ok(format($$SELECT ember.create_thread(%L, 'side')$$, repeat('t', 201)), 'EM012',
-                 'thread id is 201 characters long; the limit is 200',
+SELECT is(ember.setting_int('max_key_chars'), 128, 'text keys are limited to 128 characters by default');
+SELECT lives_ok(format($$SELECT ember.create_thread(%L, 'side')$$, repeat('t', 128)),
+                'a 128-character thread id is accepted');
+SELECT throws_ok(format($$SELECT ember.create_thread(%L, 'side')$$, repeat('t', 129)), 'EM012',
+                 'thread id is 129 characters long; the limit is 128',
                  'a longer thread id is EM012 naming the field and the limit');
 SELECT throws_ok(format($$SELECT ember.create_thread(%L, 'side')$$, repeat('x', 5000)), 'EM012', NULL,
                  'a thread id far past the index limit is the same named error');
-SELECT throws_ok(format($$SELECT ember.define_category(%L)$$, repeat('c', 201)), 'EM012',
-                 'category name is 201 characters long; the limit is 200', 'so is a category name');
+SELECT throws_ok(format($$SELECT ember.define_category(%L)$$, repeat('c', 129)), 'EM012',
+                 'category name is 129 characters long; the limit is 128', 'so is a category name');
 SELECT ember.create_thread('t1', 'side', 'Tea');
 SELECT throws_ok(format($$SELECT ember.append_message('t1', 'tool_result', 'ok', NULL, NULL, %L, 'lookup', 'ok')$$,
                         repeat('i', 300)), 'EM012',
-                 'tool call id is 300 characters long; the limit is 200', 'and a tool call id');
+                 'tool call id is 300 characters long; the limit is 128', 'and a tool call id');
 
 -- Message content: a size limit, as a setting.
 SELECT is(ember.setting_int('max_message_bytes'), 1048576, 'messages are limited to 1 MiB by default');
