@@ -87,7 +87,7 @@ def proposal(
         )
         SELECT r.id, r.thread_id, r.generation_id,
                (SELECT count(*) + 1 FROM ember.shadow_proposals AS p WHERE p.run_id = r.id),
-               %s, 'user-stated', %s, ember.generation_labels(r.generation_id), %s, %s::vector
+               %s, 'user-stated', %s, ember.generation_labels(r.generation_id), %s, %s
         FROM ember.shadow_runs AS r WHERE r.id = %s
         RETURNING id
         """,
@@ -104,10 +104,12 @@ def fact(
     categories: list[str] | None = None,
     embedding: list[float] | None = None,
 ) -> int:
+    # The embedding is sent untyped and takes its column's type: pgvector lives in ember where
+    # migration 0026 could move it, elsewhere otherwise, so a bare ::vector would not resolve.
     row = conn.execute(
         """
         INSERT INTO ember.facts (text, evidence_kind, categories, created_at, embedding)
-        VALUES (%s, 'user-stated', %s, %s::timestamptz + interval '5 minutes', %s::vector)
+        VALUES (%s, 'user-stated', %s, %s::timestamptz + interval '5 minutes', %s)
         RETURNING id
         """,
         (text, categories or [], AT, _vec(embedding)),
