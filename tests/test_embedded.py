@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+def server() -> Iterator[EmbeddedServer]:
     # A long directory name: the socket path must stay short whatever the checkout's path.
-    root = tmp_path_factory.mktemp("a-checkout-with-a-rather-long-name-" + "x" * 60)
+    # Not under pytest's basetemp: as root the server runs as another user, and every pytest
+    # session on the machine resets /tmp/pytest-of-root to 0700, which would close the way
+    # while initdb or pg_ctl runs. A checkout-like 0711 directory of its own has no such race.
+    root = Path(tempfile.mkdtemp(prefix="a-checkout-with-a-rather-long-name-" + "x" * 60))
+    root.chmod(0o711)
     srv = EmbeddedServer(root)
     yield srv
     srv.stop()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _select_one(url: str) -> int:
