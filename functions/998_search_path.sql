@@ -5,11 +5,12 @@
 -- a function's settings, so the pass runs after every other file, on every migrate.
 --
 -- pg_temp is named last so temporary objects are never found first (left out, PostgreSQL would
--- search it first for tables). Functions that belong to an extension installed in ember (pgvector,
--- migration 0026) are the extension's, not ours, and are left as their script made them. When
--- pgvector could not be moved out of another schema, that schema joins the path after ember so
--- `vector` and its operators resolve; docs/operations.md asks that no untrusted role may create
--- objects there.
+-- search it first for tables). Functions that belong to an extension installed in ember are the
+-- extension's, not ours, and are left as their script made them. pgvector's schema (usually
+-- public, where the DBA created it and where the host's and worker's own SQL finds `vector`)
+-- joins the path after ember so `vector` and its operators resolve; docs/operations.md asks that
+-- no untrusted role may create objects there (PostgreSQL 15 and later grant CREATE on public to
+-- no one but its owner), and pgtap/990_roles.sql checks that neither Ember role can.
 DO $$
 DECLARE
     v_path text := 'pg_catalog, ember, pg_temp';

@@ -18,7 +18,7 @@ REVOKE ALL ON ALL TABLES IN SCHEMA ember FROM public, ember_host, ember_worker;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA ember FROM public, ember_host, ember_worker;
 GRANT USAGE ON SCHEMA ember TO ember_host, ember_worker;
 
--- Ember's own functions only: pgvector's, when it lives in ember (migration 0026), keep the
+-- Ember's own functions only: pgvector's, should a DBA install it in ember, keep the
 -- EXECUTE its script gave them, as they would in any other schema.
 DO $$
 DECLARE

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(34);
+SELECT plan(35);
 
 -- The catalog: roles, pinned paths, nothing for PUBLIC.
 SELECT has_role('ember_host', 'ember_host exists');
@@ -14,9 +14,14 @@ WHERE p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')
     AND NOT EXISTS (SELECT 1 FROM pg_depend AS d
                     WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e');
 
+-- pg_catalog, ember, pg_temp, with pgvector's schema before pg_temp when it lives elsewhere.
+SELECT coalesce((SELECT format('pg_catalog, ember, %I, pg_temp', n.nspname)
+                 FROM pg_extension AS e INNER JOIN pg_namespace AS n ON e.extnamespace = n.oid
+                 WHERE e.extname = 'vector' AND n.nspname NOT IN ('pg_catalog', 'ember')),
+                'pg_catalog, ember, pg_temp') AS pinned \gset
 SELECT is((SELECT array_agg(fn::text ORDER BY fn::text) FROM own_functions
-           WHERE proconfig IS NULL OR NOT 'search_path=pg_catalog, ember, pg_temp' = ANY(proconfig)),
-          NULL, 'every function in ember pins search_path to pg_catalog, ember, pg_temp');
+           WHERE proconfig IS NULL OR NOT 'search_path=' || :'pinned' = ANY(proconfig)),
+          NULL, 'every function in ember pins search_path to ' || :'pinned');
 SELECT is((SELECT array_agg(fn::text ORDER BY fn::text) FROM own_functions
            WHERE proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(proacl) AS a WHERE a.grantee = 0)),
           NULL, 'no function in ember is executable by PUBLIC');
@@ -72,10 +77,15 @@ SELECT throws_ok($$SELECT count(*) FROM ember.shadow_runs$$, '42501', NULL, 'the
 SELECT throws_ok($$DELETE FROM ember.shadow_proposals$$, '42501', NULL, 'the worker cannot delete proposals');
 RESET ROLE;
 
--- Planted objects. Before PostgreSQL 15 every role could create in public, and a DBA may still
--- allow it: give ember_host that right, let it plant exact-type overloads of built-ins Ember calls
--- (a better match than pg_catalog's polymorphic ones) and shadowing temporary tables, put both
--- first on its path, and call the same functions again. The plants record any call they get.
+-- Planted objects. A role with a schema of its own on its path (here granted CREATE on the
+-- database to make one) plants exact-type overloads of built-ins Ember calls (a better match
+-- than pg_catalog's polymorphic ones) and temporary tables named like Ember's, puts both first
+-- on its path, and calls the same functions again. The plants record any call they get.
+-- pgvector's schema is on the pinned path, so no Ember role may create objects there.
+SELECT ok(NOT has_schema_privilege('ember_host', e.extnamespace, 'CREATE')
+          AND NOT has_schema_privilege('ember_worker', e.extnamespace, 'CREATE'),
+          'neither role may create objects in pgvector''s schema, which Ember''s functions search')
+FROM pg_extension AS e WHERE e.extname = 'vector';
 CREATE TEMP TABLE before_plant AS
 SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
 UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
@@ -84,19 +94,23 @@ UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('chat', 'doc')::text,
 GRANT SELECT ON before_plant TO ember_host;
 CREATE TEMP TABLE planted_calls (fn text, ran_as text);
 GRANT INSERT, SELECT ON planted_calls TO ember_host;
-GRANT CREATE ON SCHEMA public TO ember_host;
+SELECT format('GRANT CREATE ON DATABASE %I TO ember_host', current_database()) AS grant_db \gset
+:grant_db;
+SET ROLE ember_host;
+CREATE SCHEMA planted;
+RESET ROLE;
 
 SET ROLE ember_host;
-CREATE FUNCTION public.cardinality(p text[]) RETURNS integer LANGUAGE plpgsql AS $$
+CREATE FUNCTION planted.cardinality(p text[]) RETURNS integer LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO planted_calls VALUES ('cardinality', current_user); RETURN 999; END; $$;
-CREATE FUNCTION public.unnest(p text[]) RETURNS SETOF text LANGUAGE plpgsql AS $$
+CREATE FUNCTION planted.unnest(p text[]) RETURNS SETOF text LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO planted_calls VALUES ('unnest', current_user); RETURN NEXT 'planted'; END; $$;
-CREATE FUNCTION public.array_length(p text[], d integer) RETURNS integer LANGUAGE plpgsql AS $$
+CREATE FUNCTION planted.array_length(p text[], d integer) RETURNS integer LANGUAGE plpgsql AS $$
 BEGIN INSERT INTO planted_calls VALUES ('array_length', current_user); RETURN 999; END; $$;
 CREATE TEMP TABLE threads (id text, category text);
 CREATE TEMP TABLE settings (key text, value jsonb);
 INSERT INTO pg_temp.settings VALUES ('idle_before_digest', '"1 second"');
-SET search_path = pg_temp, public, ember;
+SET search_path = pg_temp, planted, public, ember;
 SELECT lives_ok($$CREATE TEMP TABLE after_plant AS
     SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
     UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
@@ -107,7 +121,6 @@ SELECT lives_ok($$SELECT ember.append_message('chat', 'user', 'after the plant',
                 'and a write through the host API still works');
 RESET search_path;
 RESET ROLE;
-REVOKE CREATE ON SCHEMA public FROM ember_host;
 
 SELECT results_eq($$SELECT what, result FROM after_plant ORDER BY what$$,
                   $$SELECT what, result FROM before_plant ORDER BY what$$,

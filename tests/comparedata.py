@@ -104,8 +104,8 @@ def fact(
     categories: list[str] | None = None,
     embedding: list[float] | None = None,
 ) -> int:
-    # The embedding is sent untyped and takes its column's type: pgvector lives in ember where
-    # migration 0026 could move it, elsewhere otherwise, so a bare ::vector would not resolve.
+    # The embedding is sent untyped and takes its column's type, whichever schema pgvector's
+    # type lives in.
     row = conn.execute(
         """
         INSERT INTO ember.facts (text, evidence_kind, categories, created_at, embedding)
