@@ -5,6 +5,7 @@ package data must live inside the package directory and the SQL lives at the rep
 An editable install skips the copy and reads the checkout (ember.migrate.sql_root()).
 """
 
+import shutil
 from pathlib import Path
 
 from setuptools import setup
@@ -19,6 +20,8 @@ class BuildWithSql(build_py):
         if getattr(self, "editable_mode", False):
             return
         target = Path(self.build_lib) / "ember" / "sql"
+        # A build directory left by an earlier build may hold files since removed from the tree.
+        shutil.rmtree(target, ignore_errors=True)
         for sub in ("db/migrations", "functions"):
             for path in sorted((ROOT / sub).glob("*.sql")):
                 dest = target / sub / path.name

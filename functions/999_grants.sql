@@ -93,7 +93,22 @@ BEGIN
             ('ember_worker', 'submit_shadow_run'),
             ('ember_worker', 'generation_labels'),
             ('ember_worker', 'thread_call_labels'),
-            ('ember_worker', 'route_model')
+            ('ember_worker', 'route_model'),
+            ('ember_worker', 'setting_interval'),
+            ('ember_worker', 'extend_shadow_lease'),
+            ('ember_worker', 'release_shadow_run'),
+            ('ember_worker', 'shadow_run_cancel_requested'),
+            -- ember_worker: the steward's procedures, memory search and embedding updates.
+            ('ember_worker', 'claim_steward_run'),
+            ('ember_worker', 'steward_step'),
+            ('ember_worker', 'extend_steward_lease'),
+            ('ember_worker', 'release_steward_run'),
+            ('ember_worker', 'fail_steward_run'),
+            ('ember_worker', 'search_memory'),
+            ('ember_worker', 'facts_to_embed'),
+            ('ember_worker', 'set_fact_embedding'),
+            -- ember_host: an agent's own memory search (EM027's hint sends it there).
+            ('ember_host', 'search_memory')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')
