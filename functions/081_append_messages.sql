@@ -241,7 +241,9 @@ BEGIN
     v_generation := ember.current_generation(p_thread, p_now);
 
     -- nextval() is evaluated after the sort (a volatile target is computed above the Sort
-    -- node), so seq follows the index order of p_rows.
+    -- node), so seq follows the index order of p_rows. A sanctioned insert of the host API:
+    -- messages_arrival_guard (991_input_guards.sql) refuses unmarked ones.
+    PERFORM set_config('ember.inserting_message', 'on', true);
     WITH ins AS (
         INSERT INTO ember.messages (
             seq, thread_id, generation_id, role, author, content, blocks,
@@ -255,6 +257,7 @@ BEGIN
         RETURNING id, seq
     )
     SELECT array_agg(ins.id ORDER BY ins.seq) INTO v_ids FROM ins;
+    PERFORM set_config('ember.inserting_message', '', true);
     RETURN v_ids;
 END;
 $$;

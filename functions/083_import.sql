@@ -311,7 +311,9 @@ BEGIN
 
     -- Messages in file order, so seq follows it. Labels brought by a row from another thread
     -- widen its generation in the row's own insert trigger, so later rows of the same statement
-    -- carry them (functions/020_labels.sql).
+    -- carry them (functions/020_labels.sql). Marked as a sanctioned insert for
+    -- messages_arrival_guard (991_input_guards.sql).
+    PERFORM set_config('ember.inserting_message', 'on', true);
     INSERT INTO ember.messages (
         seq, thread_id, generation_id, role, author, content, blocks,
         tool_call_id, tool_name, tool_status, from_thread, created_at
@@ -323,6 +325,7 @@ BEGIN
     WHERE a.error IS NULL AND NOT a.present
     ORDER BY a.idx;
     GET DIAGNOSTICS v_messages = ROW_COUNT;
+    PERFORM set_config('ember.inserting_message', '', true);
     SELECT count(*) INTO v_present FROM staged_rows AS a WHERE a.present;
 
     -- Thread status last: an archived thread took its history first.

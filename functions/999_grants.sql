@@ -54,6 +54,7 @@ BEGIN
             ('ember_host', 'start_generation'),
             ('ember_host', 'current_generation'),
             ('ember_host', 'append_message'),
+            ('ember_host', 'append_messages'),
             ('ember_host', 'set_thread_status'),
             ('ember_host', 'set_thread_model'),
             ('ember_host', 'ensure_steward_thread'),
