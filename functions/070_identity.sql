@@ -15,6 +15,36 @@ AS $$
     END
 $$;
 
+-- The identity files of a thread's next turn: what a host reads before calling turn_identity.
+-- A function rather than a read of ember.threads, so ember_host needs no table privilege.
+CREATE OR REPLACE FUNCTION ember.thread_identity_files(p_thread text)
+RETURNS text[]
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_kind text;
+BEGIN
+    SELECT t.kind INTO v_kind FROM ember.threads AS t WHERE t.id = p_thread;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    RETURN ember.identity_files(v_kind);
+END;
+$$;
+
+-- The whole tool registry in registry order, for hosts and tests that list it.
+CREATE OR REPLACE FUNCTION ember.tool_registry()
+RETURNS TABLE (
+    name text, kinds text[], availability text, file_tool boolean, offered_isolated boolean,
+    description text
+)
+LANGUAGE sql STABLE
+AS $$
+    SELECT tl.name, tl.kinds, tl.availability, tl.file_tool, tl.offered_isolated, tl.description
+    FROM ember.tools AS tl
+    ORDER BY tl.position
+$$;
+
 -- The hex sha256 of a text's UTF-8 bytes: the version of an identity document.
 CREATE OR REPLACE FUNCTION ember.text_version(p_text text)
 RETURNS text

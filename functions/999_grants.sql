@@ -79,6 +79,8 @@ BEGIN
             -- ember_host: main's control plane (identity, tools, events, side chats).
             ('ember_host', 'turn_identity'),
             ('ember_host', 'identity_files'),
+            ('ember_host', 'thread_identity_files'),
+            ('ember_host', 'tool_registry'),
             ('ember_host', 'thread_tools'),
             ('ember_host', 'register_tool'),
             ('ember_host', 'queue_event'),
@@ -108,6 +110,10 @@ BEGIN
             ('ember_worker', 'search_memory'),
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),
+            -- ember_worker: semantic judging (ember compare --semantic).
+            ('ember_worker', 'semantic_candidates'),
+            ('ember_worker', 'semantic_shortlist'),
+            ('ember_worker', 'submit_judge_run'),
             -- ember_host: an agent's own memory search (EM027's hint sends it there).
             ('ember_host', 'search_memory')
         ) AS g (role_name, fn_name)

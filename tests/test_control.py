@@ -170,3 +170,21 @@ def test_the_host_helper_steers_a_side_chat_through_the_control_plane(db: str) -
             "side_chat_message",
             "side_chat_inspect",
         }
+
+
+def test_the_control_plane_wrappers_run_as_ember_host(db: str, tmp_path: Path) -> None:
+    # The host role has no table privileges: every wrapper must go through a granted function.
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('chat', 'side')")
+        conn.execute("SET ROLE ember_host")
+        (tmp_path / "prompts").mkdir()
+        (tmp_path / "prompts" / "system.md").write_text("base identity\n")
+        (tmp_path / "prompts" / "main.md").write_text("role\n")
+        assert control.identity_files(conn, "main") == ["prompts/system.md", "prompts/main.md"]
+        assert control.identity_for_turn(conn, "main", tmp_path).text() == "base identity\n\nrole"
+        assert "side_chat_inspect" in {t.name for t in control.tool_registry(conn)}
+        assert not control.side_chat_inspect(conn, "chat").running
+        with pytest.raises(psycopg.Error) as refused:
+            control.identity_files(conn, "nobody")
+        assert refused.value.sqlstate == "EM001"

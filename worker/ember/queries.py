@@ -33,13 +33,13 @@ DATABASE_EXISTS: LiteralString = "SELECT 1 FROM pg_database WHERE datname = %s"
 
 TURN_IDENTITY: LiteralString = "SELECT ember.turn_identity(%s, %s::jsonb)"
 
-IDENTITY_FILES: LiteralString = "SELECT ember.identity_files(kind) FROM ember.threads WHERE id = %s"
+IDENTITY_FILES: LiteralString = "SELECT ember.thread_identity_files(%s)"
 
 THREAD_TOOLS: LiteralString = "SELECT name, availability, file_tool FROM ember.thread_tools(%s)"
 
 TOOL_REGISTRY: LiteralString = """
 SELECT name, kinds, availability, file_tool, offered_isolated, description
-FROM ember.tools ORDER BY position
+FROM ember.tool_registry()
 """
 
 REGISTER_TOOL: LiteralString = "SELECT ember.register_tool(%s, %s, %s, %s, %s, %s)"
