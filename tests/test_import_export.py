@@ -220,7 +220,7 @@ def test_cli_import_and_export(
     assert out.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(header_line() + "\n{oops\n")
-    assert main(["import", str(bad)]) == 1
+    assert main(["import", str(bad)]) == 10
     assert f"{bad}:2: not JSON" in capsys.readouterr().err
 
 

@@ -49,6 +49,7 @@ EXIT_BAD_URL = 6
 EXIT_MIGRATIONS = 7
 EXIT_SETUP = 8
 EXIT_REFUSED = 9
+EXIT_REJECTED = 10
 
 EXIT_CODES = """exit codes:
   0  success
@@ -61,6 +62,7 @@ EXIT_CODES = """exit codes:
   7  the database's migrations do not match this ember (ember migrate --status)
   8  the embedded server or the test tools could not be set up
   9  refused (e.g. a test database name that is not clearly a test database)
+ 10  the command ran but rejected part of its work (import lines, judge groups): see stderr
 """
 
 
@@ -227,7 +229,7 @@ def _compare_semantic(url: str, since: Any, until: Any, *, dry_run: bool) -> int
     with psycopg.connect(url, autocommit=True) as conn:
         results = run_semantic(conn, since, until, dry_run=dry_run, client_factory=judge_client)
     print(describe(results))
-    return 1 if any(r.status == "failed" for r in results) else 0
+    return EXIT_REJECTED if any(r.status == "failed" for r in results) else 0
 
 
 def _compare_report(
@@ -263,7 +265,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             result = run_import(conn, Path(args.file), partial=args.partial)
     except ImportFileError as exc:
         print(f"ember import: {args.file}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_REJECTED
     for line, reason in result.rejected:
         print(f"{args.file}:{line}: {reason}", file=sys.stderr)
     if not result.written:
@@ -272,7 +274,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             "(--partial imports the valid lines)",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_REJECTED
     print(
         f"imported {result.threads} threads, {result.generations} generations, "
         f"{result.messages} messages ({result.present} already present, "
