@@ -55,6 +55,7 @@ RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 DECLARE
+    v_threads text[];
     v_dropped text[];
     v_abandoned bigint[] := '{}';
     v_cancelled bigint[] := '{}';
@@ -66,15 +67,47 @@ BEGIN
     -- Two ticks at once would each offer the same threads; the second waits and finds the offers.
     PERFORM pg_advisory_xact_lock(hashtext('ember.tick'));
 
+    -- Lock order. The host takes a thread's row first and then writes that thread's state rows
+    -- (prefix, run, signals, shadow_thread_state, generation_changes), and a host transaction
+    -- that writes several threads takes them in id order. Tick writes the same kinds of rows
+    -- for many threads, so it locks every thread it will write for, in id order, in this one
+    -- statement, and every statement below is confined to those threads. Writing a row before
+    -- holding its thread (as the prefix delete and the generation_changes upsert once did) let
+    -- a host transaction holding that row wait for a thread tick held: `deadlock detected`.
+    -- A thread that only becomes due after this statement is left for the next tick.
+    SELECT coalesce(array_agg(l.id ORDER BY l.id), '{}') INTO v_threads
+    FROM (
+        SELECT t.id
+        FROM ember.threads AS t
+        WHERE t.id IN (
+            SELECT p.thread_id FROM ember.shadow_prefixes AS p
+            WHERE NOT EXISTS (
+                SELECT 1 FROM ember.models AS md
+                WHERE md.id = p.model AND p_now < p.request_started_at + md.cache_ttl
+            )
+            UNION
+            SELECT r.thread_id FROM ember.shadow_runs AS r
+            WHERE r.status = 'running' AND r.lease_expires_at <= p_now
+            UNION
+            SELECT c.thread_id FROM ember.shadow_tick_candidates(p_now) AS c
+            WHERE c.condition IS NOT NULL
+            UNION
+            SELECT gc.thread_id FROM ember.generation_changes AS gc
+        )
+        ORDER BY t.id
+        FOR UPDATE OF t
+    ) AS l;
+
     -- A prefix older than its model's cache TTL, counted from the original request's start, would
     -- be replayed at full input price while pretending to be hot. A prefix whose model is not in
     -- the registry can never be hot either.
     WITH dropped AS (
         DELETE FROM ember.shadow_prefixes AS p
-        WHERE NOT EXISTS (
-            SELECT 1 FROM ember.models AS md
-            WHERE md.id = p.model AND p_now < p.request_started_at + md.cache_ttl
-        )
+        WHERE p.thread_id = ANY(v_threads)
+            AND NOT EXISTS (
+                SELECT 1 FROM ember.models AS md
+                WHERE md.id = p.model AND p_now < p.request_started_at + md.cache_ttl
+            )
         RETURNING p.thread_id
     )
     SELECT coalesce(array_agg(d.thread_id ORDER BY d.thread_id), '{}') INTO v_dropped FROM dropped AS d;
@@ -82,15 +115,6 @@ BEGIN
     -- A run whose lease ran out lost its worker; it can no longer be submitted (submit_shadow_run
     -- refuses it), and its thread is offered again. The claim consumed the thread's offers, so
     -- without a new one the thread would wait for the next reason to come along.
-    -- Lock the runs' threads first, in id order: a human append (cancel) and submit_shadow_run
-    -- take the thread and then the run, and taking the run first here could deadlock with them.
-    PERFORM 1 FROM ember.threads AS t
-    WHERE t.id IN (
-        SELECT r.thread_id FROM ember.shadow_runs AS r
-        WHERE r.status = 'running' AND r.lease_expires_at <= p_now
-    )
-    ORDER BY t.id
-    FOR UPDATE OF t;
     -- A run the user interrupted (cancel_requested) is recorded as cancelled, the way its own
     -- submit would have recorded it: the database already knows why it stopped, and "lease
     -- expired" would count it as a lost worker. Neither kind counts toward failure backoff.
@@ -103,7 +127,7 @@ BEGIN
                 WHEN ember.is_isolated(thread_id) THEN 'thread-isolated'
                 ELSE 'interrupted-by-user'
             END
-        WHERE status = 'running' AND lease_expires_at <= p_now
+        WHERE status = 'running' AND lease_expires_at <= p_now AND thread_id = ANY(v_threads)
         RETURNING id, thread_id, status
     LOOP
         IF rec.status = 'cancelled' THEN
@@ -114,8 +138,9 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- Re-read under the locks: a host write that committed meanwhile may have settled a thread.
     FOR rec IN SELECT c.thread_id, c.condition FROM ember.shadow_tick_candidates(p_now) AS c
-        WHERE c.condition IS NOT NULL ORDER BY c.thread_id
+        WHERE c.condition IS NOT NULL AND c.thread_id = ANY(v_threads) ORDER BY c.thread_id
     LOOP
         PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
         v_signalled := v_signalled || jsonb_build_object(rec.thread_id, rec.condition);
@@ -125,7 +150,8 @@ BEGIN
     -- tick (the write path lists them in generation_changes), so the next tick can tell that it
     -- changed. Every other thread's remembered generation is already its current one.
     WITH changed AS (
-        DELETE FROM ember.generation_changes RETURNING thread_id
+        DELETE FROM ember.generation_changes AS gc WHERE gc.thread_id = ANY(v_threads)
+        RETURNING gc.thread_id
     )
     INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at, seen_generation_id)
     SELECT t.id, t.created_at, g.id
