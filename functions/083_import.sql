@@ -37,7 +37,7 @@ BEGIN
         -- jsonb, parsed once per line (OFFSET 0 keeps the planner from copying the parse into
         -- every use of doc); json would re-parse the line for every field read. Raw blocks
         -- travel as a JSON string, whose value jsonb keeps exactly.
-        SELECT CASE WHEN pg_input_is_valid(l.line, 'jsonb') THEN l.line::jsonb END AS doc
+        SELECT ember.text_to_jsonb_or_null(l.line) AS doc
         OFFSET 0
     ) AS j;
     -- Temporary tables have no statistics until analyzed; a guess may nest loops.
