@@ -66,7 +66,8 @@ BEGIN
     v_path := r.path;
     v_model := r.model;
     IF v_path = 'hot' THEN
-        -- tick() drops expired prefixes without the thread lock; if it just did, go cold.
+        -- The pick read readiness before it held the thread: a prefix dropped in between (by
+        -- tick() or a human row, both under the thread lock) is gone now, so go cold.
         SELECT * INTO pf FROM ember.shadow_prefixes AS p WHERE p.thread_id = v_thread FOR SHARE;
         IF NOT FOUND THEN
             v_path := 'cold';
