@@ -145,6 +145,16 @@ BAD_LINES = {
         format_record(_message("trip", 1, "user", "x", "half past nine")),
         '"created_at" is not a timestamp',
     ),
+    "blocks not JSON": (
+        format_record(_message("trip", 1, "assistant", "x", "2026-03-01T09:30:00Z", blocks="[{")),
+        '"blocks" must hold JSON text',
+    ),
+    # JSON that json accepts and jsonb refuses (the escape of character zero): still a line
+    # rejected by name, not an error that stops the whole import.
+    "NUL escape": (
+        format_record(_message("trip", 1, "user", "a\u0000b", "2026-03-01T09:30:00Z")),
+        "not JSON",
+    ),
     "unknown field": ('{"type": "thread", "id": "z", "kind": "side", "colour": "red", '
                       '"created_at": "2026-03-01T09:00:00Z"}', 'unknown field "colour"'),
 }  # fmt: skip
