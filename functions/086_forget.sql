@@ -1,0 +1,388 @@
+-- Forgetting (issue 17; design.md section 4, "Forgetting and history"): erase rows at the user's
+-- request and cascade, in the same transaction, to everything derived from them.
+--
+-- An erased row keeps its id, seq, thread, generation, role, author and time, so cursors, pointers
+-- and the order of a thread stay consistent; its content becomes a tombstone and its raw blocks,
+-- tool call id and tool name go. Deleting the row instead would break every pointer at it and
+-- every cursor that counted it, and leave nothing to say that something was forgotten.
+--
+-- The cascade, each step decided by rules that already exist rather than new ones:
+--   * copies of an erased row (copy_messages) are erased with it: they are the same text;
+--   * every fact citing an erased row (or a generation with erased rows) is re-checked with
+--     check_evidence on the pointers it has left. Still justified: it stays, its evidence list
+--     shrinks (history row 'evidence-shrunk'). Not justified: it is retired 'source-forgotten',
+--     its text and embedding erased (history row 'forgotten'). A fact that a retired fact was
+--     merged into is re-checked the same way, and so on along the merges;
+--   * shadow proposals citing an erased row: re-checked likewise; the unjustified lose their text
+--     and embedding and become rejected rows ('source-forgotten');
+--   * the steward's own rows that quote an erased row or a forgotten fact (a write_fact call, a
+--     search result, a retirement reason) are erased too, and the facts citing those rows
+--     re-checked in turn. The steward's record is otherwise never forgotten directly;
+--   * each touched thread's prefix and pending signals are dropped and a running shadow run is
+--     asked to stop (shadow_withdraw, as a human message does); a running steward run that read
+--     an erased row is ended as failed, so nothing it still holds can be submitted.
+
+CREATE OR REPLACE FUNCTION ember.forget_tombstone()
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT '[forgotten]'::text $$;
+
+-- A string worth searching for elsewhere: short ones ("ok", "yes") name nothing and would match
+-- unrelated rows.
+CREATE OR REPLACE FUNCTION ember.forget_needles(p_texts text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(array_agg(DISTINCT n), '{}')
+    FROM unnest(p_texts) AS t (v)
+    CROSS JOIN LATERAL (
+        VALUES (btrim(t.v)),
+        -- The same text as it appears inside JSON (blocks, tool inputs): escaped, unquoted.
+        (substr(to_json(btrim(t.v))::text, 2, length(to_json(btrim(t.v))::text) - 2))
+    ) AS x (n)
+    WHERE char_length(btrim(t.v)) >= 8
+$$;
+
+-- Validates nothing: the caller (forget_messages or forget_thread) has checked its input.
+-- p_ids are rows not yet erased and not the steward's. Returns the jsonb report.
+CREATE OR REPLACE FUNCTION ember.forget_apply(p_forgetting bigint, p_ids bigint[], p_now timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_round bigint[] := p_ids;
+    v_erased bigint[] := '{}';
+    v_steward_rows bigint[] := '{}';
+    v_threads text[];
+    v_needles text[];
+    v_gens uuid[];
+    v_check bigint[];
+    v_seen bigint[] := '{}';
+    v_retired bigint[] := '{}';
+    v_new_retired bigint[];
+    v_kept jsonb := '[]';
+    v_rechecked bigint[] := '{}';
+    v_proposals_erased bigint[] := '{}';
+    v_proposals_kept bigint[] := '{}';
+    v_runs bigint[] := '{}';
+    v_steward_runs bigint[] := '{}';
+    v_min_at timestamptz;
+    f record;
+    p record;
+    v_remaining jsonb;
+    v_dropped integer;
+BEGIN
+    PERFORM set_config('ember.erasing', 'on', true);
+    PERFORM set_config('ember.forgetting', p_forgetting::text, true);
+
+    -- Copies are the same text.
+    v_round := v_round || ARRAY(
+        SELECT m.id FROM ember.messages AS m
+        WHERE m.copied_from = ANY(p_ids) AND m.erased_by IS NULL AND NOT m.id = ANY(p_ids)
+    );
+
+    -- Appends to these threads wait until this commits (append_message locks the thread row).
+    PERFORM 1 FROM ember.threads AS t
+    WHERE t.id IN (SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_round))
+    ORDER BY t.id FOR UPDATE;
+
+    WHILE cardinality(v_round) > 0 LOOP
+        -- What these rows said, to find it quoted in the steward's record.
+        SELECT ember.forget_needles(array_agg(m.content)), min(m.created_at)
+        INTO v_needles, v_min_at
+        FROM ember.messages AS m WHERE m.id = ANY(v_round);
+
+        UPDATE ember.messages AS m
+        SET content = ember.forget_tombstone(),
+            blocks = NULL,
+            tool_call_id = CASE WHEN m.tool_call_id IS NOT NULL THEN 'forgotten' END,
+            tool_name = CASE WHEN m.tool_name IS NOT NULL THEN 'forgotten' END,
+            erased_by = p_forgetting
+        WHERE m.id = ANY(v_round);
+        v_erased := v_erased || v_round;
+
+        -- Generations with an erased row: a pointer at the whole generation no longer stands.
+        v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_round));
+
+        -- Facts to re-check: those citing what was just erased, then along the merges.
+        v_check := ARRAY(
+            SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
+            WHERE e.message_id = ANY(v_round) OR e.generation_id = ANY(v_gens)
+        );
+        v_new_retired := '{}';
+        WHILE cardinality(v_check) > 0 LOOP
+            v_seen := v_seen || v_check;
+            FOR f IN SELECT * FROM ember.facts AS x WHERE x.id = ANY(v_check) ORDER BY x.id FOR UPDATE LOOP
+                -- The pointers left once erased rows are gone.
+                SELECT coalesce(jsonb_agg(
+                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
+                         ELSE jsonb_build_object('generation_id', e.generation_id) END
+                    ORDER BY e.ordinal), '[]')
+                INTO v_remaining
+                FROM ember.fact_evidence AS e
+                WHERE e.fact_id = f.id
+                    AND NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
+                    AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
+                                    WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL);
+                DELETE FROM ember.fact_evidence AS e
+                WHERE e.fact_id = f.id
+                    AND (EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
+                         OR EXISTS (SELECT 1 FROM ember.messages AS m
+                                    WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL));
+                GET DIAGNOSTICS v_dropped = ROW_COUNT;
+                IF f.text IS NULL THEN
+                    CONTINUE;
+                END IF;
+                IF jsonb_array_length(v_remaining) > 0
+                   AND ember.check_evidence(NULL, f.evidence_kind, v_remaining, false) IS NULL THEN
+                    IF v_dropped > 0 THEN
+                        v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', v_remaining);
+                    ELSE
+                        -- Reached along a merge and still justified by its own pointers.
+                        v_rechecked := v_rechecked || f.id;
+                    END IF;
+                ELSE
+                    v_new_retired := v_new_retired || f.id;
+                END IF;
+            END LOOP;
+            -- Retire the unjustified; their merge targets are re-checked next.
+            v_check := ARRAY(
+                SELECT DISTINCT x.merged_into FROM ember.facts AS x
+                WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL
+                    AND NOT x.merged_into = ANY(v_seen)
+            );
+            v_min_at := least(v_min_at, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(v_new_retired)));
+            v_needles := v_needles || ember.forget_needles(ARRAY(
+                SELECT x.text FROM ember.facts AS x WHERE x.id = ANY(v_new_retired) AND NOT x.id = ANY(v_retired)
+            ));
+            UPDATE ember.facts AS x
+            SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
+                text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
+            WHERE x.id = ANY(v_new_retired) AND NOT x.id = ANY(v_retired);
+            v_retired := v_retired || ARRAY(SELECT DISTINCT r FROM unnest(v_new_retired) AS r WHERE NOT r = ANY(v_retired));
+            v_new_retired := '{}';
+        END LOOP;
+
+        -- The steward's rows that quote what went (its record of a write_fact call, a search
+        -- result, its own reasoning): erased in the next round, and the facts citing them
+        -- re-checked. Only rows written since the oldest of these texts existed can quote it.
+        v_round := '{}';
+        IF cardinality(v_needles) > 0 THEN
+            v_round := ARRAY(
+                SELECT m.id FROM ember.messages AS m
+                WHERE m.thread_id = 'memory-steward' AND m.erased_by IS NULL AND m.created_at >= v_min_at
+                    AND EXISTS (
+                        SELECT 1 FROM unnest(v_needles) AS n
+                        WHERE strpos(m.content, n) > 0 OR strpos(m.blocks::text, n) > 0
+                    )
+            );
+            v_steward_rows := v_steward_rows || v_round;
+        END IF;
+    END LOOP;
+
+    -- A forgotten fact's history keeps no free text that could quote it.
+    UPDATE ember.fact_history AS h
+    SET detail = NULL,
+        retired_reason = CASE WHEN h.retired_reason = 'source-forgotten' THEN h.retired_reason END
+    WHERE h.fact_id = ANY(v_retired)
+        AND (h.detail IS NOT NULL OR h.retired_reason IS DISTINCT FROM 'source-forgotten')
+        AND h.change <> 'forgotten'
+        AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
+
+    -- Shadow proposals of the touched threads that cite an erased row.
+    v_threads := ARRAY(SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
+    v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
+    FOR p IN
+        SELECT sp.* FROM ember.shadow_proposals AS sp
+        WHERE sp.thread_id = ANY(v_threads) AND sp.forgotten_by IS NULL
+            AND jsonb_typeof(sp.evidence) = 'array'
+            AND EXISTS (
+                SELECT 1 FROM jsonb_array_elements(sp.evidence) AS x (v)
+                WHERE (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
+                       AND (x.v ->> 'message_id')::numeric = ANY(v_erased::numeric[]))
+                   OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(v_gens::text[]))
+            )
+        ORDER BY sp.id FOR UPDATE
+    LOOP
+        v_remaining := (
+            SELECT coalesce(jsonb_agg(x.v ORDER BY x.o), '[]') FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x (v, o)
+            WHERE NOT coalesce(
+                (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
+                 AND (x.v ->> 'message_id')::numeric = ANY(v_erased::numeric[]))
+                OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(v_gens::text[])),
+                false)
+        );
+        IF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
+           AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN
+            UPDATE ember.shadow_proposals SET evidence = v_remaining WHERE id = p.id;
+            v_proposals_kept := v_proposals_kept || p.id;
+        ELSE
+            UPDATE ember.shadow_proposals
+            SET text = NULL, embedding = NULL, forgotten_by = p_forgetting,
+                validation_error = 'source-forgotten'
+            WHERE id = p.id;
+            v_proposals_erased := v_proposals_erased || p.id;
+        END IF;
+    END LOOP;
+
+    -- Main's record of a message it sent (side_chat_message) holds the same text as the row.
+    UPDATE ember.main_actions AS a
+    SET message = ember.forget_tombstone(), result = ember.forget_tombstone()
+    FROM ember.thread_events AS e
+    WHERE e.id = a.event_id AND e.message_id = ANY(v_erased);
+
+    -- Work in flight on the touched threads stops: prefixes and offers dropped, runs cancelled.
+    PERFORM ember.shadow_withdraw(t) FROM unnest(v_threads) AS t WHERE t <> 'memory-steward';
+    v_runs := ARRAY(
+        SELECT r.id FROM ember.shadow_runs AS r
+        WHERE r.thread_id = ANY(v_threads) AND r.status = 'running' AND r.cancel_requested
+    );
+    IF to_regclass('ember.steward_runs') IS NOT NULL THEN
+        EXECUTE $q$
+            WITH u AS (
+                UPDATE ember.steward_runs
+                SET status = 'failed', error = 'cancelled: rows it read were forgotten',
+                    finished_at = greatest($2, started_at)
+                WHERE status = 'running' AND read_message_ids && $1
+                RETURNING id
+            )
+            SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM u
+        $q$ INTO v_steward_runs USING v_erased, p_now;
+    END IF;
+
+    RETURN jsonb_build_object(
+        'forgetting', p_forgetting,
+        'rows_erased', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_erased) AS i WHERE NOT i = ANY(v_steward_rows) ORDER BY i)),
+        'steward_rows_erased', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_steward_rows) AS i ORDER BY i)),
+        'facts_kept', v_kept,
+        'facts_retired', to_jsonb(ARRAY(SELECT i FROM unnest(v_retired) AS i ORDER BY i)),
+        'facts_rechecked', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_rechecked) AS i ORDER BY i)),
+        'proposals_erased', to_jsonb(v_proposals_erased),
+        'proposals_kept', to_jsonb(v_proposals_kept),
+        'runs_cancelled', to_jsonb(v_runs),
+        'steward_runs_cancelled', to_jsonb(coalesce(v_steward_runs, '{}'))
+    );
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.forget_require_reason(p_reason text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_reason IS NULL OR btrim(p_reason) = '' THEN
+        RAISE EXCEPTION 'forgetting needs a reason (it is kept, without the erased text, in the history)'
+            USING ERRCODE = 'EM097';
+    END IF;
+END;
+$$;
+
+-- forget_messages(ids, reason): erase these rows and what derives from them. Every id must name
+-- an existing row outside the steward's record (the steward's rows go only through the facts it
+-- wrote); rows already erased are reported, and when every row is, nothing happens and the
+-- answer says so. Nothing is erased unless the whole call is valid.
+CREATE OR REPLACE FUNCTION ember.forget_messages(
+    p_ids bigint[],
+    p_reason text,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_unknown bigint[];
+    v_steward bigint[];
+    v_already bigint[];
+    v_todo bigint[];
+    v_forgetting bigint;
+    v_result jsonb;
+BEGIN
+    PERFORM ember.require_now(p_now);
+    PERFORM ember.forget_require_reason(p_reason);
+    IF p_ids IS NULL OR cardinality(p_ids) = 0 OR array_position(p_ids, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'forget_messages needs a non-empty list of message ids without NULLs'
+            USING ERRCODE = 'EM097';
+    END IF;
+    v_unknown := ARRAY(
+        SELECT DISTINCT i FROM unnest(p_ids) AS i
+        WHERE NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = i) ORDER BY i
+    );
+    IF cardinality(v_unknown) > 0 THEN
+        RAISE EXCEPTION 'no such message: %', array_to_string(v_unknown, ', ')
+            USING ERRCODE = 'EM095';
+    END IF;
+    v_steward := ARRAY(
+        SELECT DISTINCT m.id FROM ember.messages AS m
+        WHERE m.id = ANY(p_ids) AND ember.is_steward_thread(m.thread_id) ORDER BY m.id
+    );
+    IF cardinality(v_steward) > 0 THEN
+        RAISE EXCEPTION 'message % belongs to the steward''s record', array_to_string(v_steward, ', ')
+            USING ERRCODE = 'EM096',
+                  HINT = 'the steward''s rows are forgotten through the facts it wrote: forget their sources';
+    END IF;
+    v_already := ARRAY(
+        SELECT DISTINCT m.id FROM ember.messages AS m
+        WHERE m.id = ANY(p_ids) AND m.erased_by IS NOT NULL ORDER BY m.id
+    );
+    v_todo := ARRAY(
+        SELECT DISTINCT m.id FROM ember.messages AS m
+        WHERE m.id = ANY(p_ids) AND m.erased_by IS NULL ORDER BY m.id
+    );
+    IF cardinality(v_todo) = 0 THEN
+        RAISE NOTICE 'messages % were already forgotten: nothing to do', array_to_string(v_already, ', ');
+        RETURN jsonb_build_object('noop', true, 'already_forgotten', to_jsonb(v_already));
+    END IF;
+    INSERT INTO ember.forgettings (scope, reason, requested_at)
+    VALUES ('messages', p_reason, p_now)
+    RETURNING id INTO v_forgetting;
+    v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
+        || jsonb_build_object('noop', false, 'already_forgotten', to_jsonb(v_already));
+    UPDATE ember.forgettings SET result = v_result WHERE id = v_forgetting;
+    RETURN v_result;
+END;
+$$;
+
+-- forget_thread(thread, reason): every row of the thread, as forget_messages.
+CREATE OR REPLACE FUNCTION ember.forget_thread(
+    p_thread text,
+    p_reason text,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_todo bigint[];
+    v_forgetting bigint;
+    v_result jsonb;
+BEGIN
+    PERFORM ember.require_now(p_now);
+    PERFORM ember.forget_require_reason(p_reason);
+    IF p_thread IS NULL OR NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_thread) THEN
+        RAISE EXCEPTION 'no such thread: %', coalesce(p_thread, 'NULL')
+            USING ERRCODE = 'EM095';
+    END IF;
+    IF ember.is_steward_thread(p_thread) THEN
+        RAISE EXCEPTION 'thread % is the steward''s record', p_thread
+            USING ERRCODE = 'EM096',
+                  HINT = 'the steward''s rows are forgotten through the facts it wrote: forget their sources';
+    END IF;
+    -- Lock first, so no row is appended between the list and the erasure.
+    PERFORM 1 FROM ember.threads WHERE id = p_thread FOR UPDATE;
+    v_todo := ARRAY(
+        SELECT m.id FROM ember.messages AS m
+        WHERE m.thread_id = p_thread AND m.erased_by IS NULL ORDER BY m.seq
+    );
+    IF cardinality(v_todo) = 0 THEN
+        RAISE NOTICE 'thread % has no rows left to forget: nothing to do', p_thread;
+        RETURN jsonb_build_object('noop', true, 'thread', p_thread);
+    END IF;
+    INSERT INTO ember.forgettings (scope, thread_id, reason, requested_at)
+    VALUES ('thread', p_thread, p_reason, p_now)
+    RETURNING id INTO v_forgetting;
+    v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
+        || jsonb_build_object('noop', false, 'thread', p_thread);
+    UPDATE ember.forgettings SET result = v_result WHERE id = v_forgetting;
+    RETURN v_result;
+END;
+$$;
