@@ -46,7 +46,10 @@ INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id) VALUES (:f_lisbon
 INSERT INTO ember.facts (text, evidence_kind) VALUES ('The s1 session went well', 'observed-outcome')
 RETURNING id AS f_gen \gset
 INSERT INTO ember.fact_evidence (fact_id, ordinal, generation_id) VALUES (:f_gen, 1, :'g_s1');
-UPDATE ember.facts SET embedding = '[1,2,3]' WHERE id IN (:f_one, :f_two);
+UPDATE ember.facts SET embedding = array_fill(1::real, ARRAY[coalesce(
+    (SELECT nullif(atttypmod, -1) FROM pg_attribute WHERE attrelid = 'ember.facts'::regclass AND attname = 'embedding'), 3
+)])::vector
+WHERE id IN (:f_one, :f_two);
 
 -- Bad input: named errors, nothing half done.
 SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], NULL)', :m_tea), 'EM097', NULL,
