@@ -74,11 +74,21 @@ COMMENT ON TABLE ember.fact_history IS
 -- Facts that exist when this migration runs get their first history row now, so facts_as_of
 -- answers for them too (from their creation time; later changes are unknown).
 INSERT INTO ember.fact_history (fact_id, at, change, status, run_id)
-SELECT f.id, f.created_at, 'written', 'active', f.run_id
+SELECT
+    f.id,
+    f.created_at,
+    'written' AS change,
+    'active' AS status,
+    f.run_id
 FROM ember.facts AS f;
 
-INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, run_id)
-SELECT f.id, f.updated_at, CASE f.status WHEN 'merged' THEN 'merged' ELSE 'retired' END,
-    f.status, f.merged_into, f.retired_reason, NULL
+INSERT INTO ember.fact_history (fact_id, at, status, merged_into, retired_reason, change)
+SELECT
+    f.id,
+    f.updated_at,
+    f.status,
+    f.merged_into,
+    f.retired_reason,
+    CASE f.status WHEN 'merged' THEN 'merged' ELSE 'retired' END AS change
 FROM ember.facts AS f
 WHERE f.status <> 'active';

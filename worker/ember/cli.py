@@ -311,6 +311,29 @@ def _cmd_testdb(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    import psycopg
+
+    from ember import queries
+    from ember.explain import format_explanation
+
+    try:
+        with psycopg.connect(database_url()) as conn:
+            row = conn.execute(queries.EXPLAIN_FACT, (args.fact_id,)).fetchone()
+    except psycopg.Error as exc:
+        if exc.sqlstate != "EM095":
+            raise
+        # No such fact: the message names it.
+        print(f"ember explain: {exc.diag.message_primary}", file=sys.stderr)
+        return 1
+    doc = row[0] if row else None
+    if args.json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        print(format_explanation(doc))
+    return 0
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -392,6 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="write every thread and message as Ember JSONL")
     exp.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
     exp.set_defaults(func=_cmd_export)
+
+    explain = sub.add_parser(
+        "explain", help="why Ember believes a fact: evidence, run, merges, history"
+    )
+    explain.add_argument("fact_id", type=int)
+    explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
+    explain.set_defaults(func=_cmd_explain)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser

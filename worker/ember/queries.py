@@ -164,3 +164,13 @@ INSERT INTO ember.schema_functions (sha256) VALUES (%s)
 ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, applied_at = clock_timestamp()
 WHERE ember.schema_functions.sha256 <> excluded.sha256
 """
+
+# --- forgetting and fact history (functions/085_fact_history.sql .. 088_export_facts.sql) ---
+
+EXPLAIN_FACT: LiteralString = "SELECT ember.explain_fact(%s)"
+
+EXPORT_FACT_RECORDS: LiteralString = "SELECT record FROM ember.export_fact_records()"
+
+FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%s, %s)"
+
+FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%s, %s)"
