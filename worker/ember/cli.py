@@ -326,7 +326,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         # No such fact: the message names it.
         print(f"ember explain: {exc.diag.message_primary}", file=sys.stderr)
         return 1
-    doc = row[0] if row else None
+    doc: dict[str, Any] = row[0] if row else {}
     if args.json:
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
