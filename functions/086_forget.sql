@@ -15,9 +15,10 @@
 --     merged into is re-checked the same way, and so on along the merges;
 --   * shadow proposals citing an erased row: re-checked likewise; the unjustified lose their text
 --     and embedding and become rejected rows ('source-forgotten');
---   * the steward's own rows that quote an erased row or a forgotten fact (a write_fact call, a
---     search result, a retirement reason) are erased too, and the facts citing those rows
---     re-checked in turn. The steward's record is otherwise never forgotten directly;
+--   * the steward's record is redacted where it quotes an erased row or a forgotten fact (the
+--     backlog pages it was given, search results, its write_fact calls): the quoted text becomes
+--     a tombstone and the rows stay, since they also record everything else the steward did.
+--     The steward's record is otherwise never forgotten directly;
 --   * each touched thread's prefix and pending signals are dropped and a running shadow run is
 --     asked to stop (shadow_withdraw, as a human message does); a running steward run that read
 --     an erased row is ended as failed, so nothing it still holds can be submitted.
@@ -43,6 +44,177 @@ AS $$
     WHERE char_length(btrim(t.v)) >= 8
 $$;
 
+-- Lines of p_text whose leading id (the first group of p_pattern, e.g. '^m:(\d+) ' for a
+-- rendered row, '^fact (\d+) \[' for a search result) is in p_ids, replaced by p_label || id ||
+-- ' [forgotten]'. A hash join of lines to ids, so a page of thousands of rows costs one pass.
+-- Rows render on one line each (035_render.sql escapes line breaks), so a line is one row.
+CREATE OR REPLACE FUNCTION ember.forget_redact_lines(p_text text, p_ids bigint[], p_pattern text, p_label text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT string_agg(
+        CASE WHEN e.id IS NOT NULL THEN p_label || e.id || ' ' || ember.forget_tombstone() ELSE l.line END,
+        E'\n' ORDER BY l.o)
+    FROM regexp_split_to_table(p_text, E'\n') WITH ORDINALITY AS l (line, o)
+    LEFT JOIN (SELECT DISTINCT x.id FROM unnest(p_ids) AS x (id)) AS e
+        ON e.id = (substring(l.line FROM p_pattern))::bigint
+$$;
+
+-- The same on raw blocks: each text block redacted by lines. Blocks that are not a JSON array
+-- of objects are dropped whole (nothing else can be said about what they hold).
+CREATE OR REPLACE FUNCTION ember.forget_redact_blocks(p_blocks json, p_ids bigint[], p_pattern text, p_label text)
+RETURNS json
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN p_blocks IS NULL THEN NULL
+        WHEN json_typeof(p_blocks) <> 'array' THEN NULL
+        ELSE (
+            SELECT coalesce(json_agg(
+                CASE WHEN jsonb_typeof(b.v) = 'object' AND jsonb_typeof(b.v -> 'text') = 'string'
+                     THEN jsonb_set(b.v, '{text}',
+                                    to_jsonb(ember.forget_redact_lines(b.v ->> 'text', p_ids, p_pattern, p_label)))
+                     ELSE b.v END
+                ORDER BY b.o), '[]'::json)
+            FROM jsonb_array_elements(p_blocks::jsonb) WITH ORDINALITY AS b (v, o)
+        )
+    END
+$$;
+
+-- Every occurrence of each needle replaced by the tombstone, in the text and in the raw blocks
+-- (where a needle appears JSON-escaped; forget_needles gives both forms). A replacement inside a
+-- JSON string keeps the document valid; if it somehow does not, the blocks go whole.
+CREATE OR REPLACE FUNCTION ember.forget_redact_needles(INOUT p_content text, INOUT p_blocks json, p_needles text[])
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    n text;
+    v_blocks text := p_blocks::text;
+BEGIN
+    FOREACH n IN ARRAY p_needles LOOP
+        IF strpos(p_content, n) > 0 THEN
+            p_content := replace(p_content, n, ember.forget_tombstone());
+        END IF;
+        IF strpos(v_blocks, n) > 0 THEN
+            v_blocks := replace(v_blocks, n, ember.forget_tombstone());
+        END IF;
+    END LOOP;
+    BEGIN
+        p_blocks := v_blocks::json;
+    EXCEPTION
+        WHEN invalid_text_representation THEN
+            p_blocks := NULL;
+    END;
+END;
+$$;
+
+-- The steward's record quotes what it read and wrote. Three shapes, each redacted by structure
+-- rather than by searching every row for every erased text (which would cost rows times texts):
+--   * the backlog pages a run was given (a 'system' user row per wake): each erased row is one
+--     line 'm:<id> ...', replaced by a tombstone line;
+--   * search_memory results, one line 'fact <id> [kind]: text' per fact: a forgotten fact's
+--     line is replaced wherever it was returned;
+--   * the model's own turns (assistant rows: text and tool calls such as write_fact) in the
+--     runs that read an erased row or wrote a forgotten fact: the erased texts that run read and
+--     the forgotten facts it wrote are replaced where they appear verbatim.
+-- Rows of steward generations no run owns (none in normal operation) are searched for every
+-- text. Returns the ids of the rows changed.
+CREATE OR REPLACE FUNCTION ember.forget_steward_record(
+    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[], p_since timestamptz
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_changed bigint[] := '{}';
+    v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
+    v_owned uuid[] := '{}';
+    v_all_needles text[];
+    r record;
+    m record;
+    v_content text;
+    v_blocks json;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
+        RETURN v_changed;
+    END IF;
+    v_all_needles := ember.forget_needles(p_contents || p_texts);
+
+    IF v_runs THEN
+        v_owned := ARRAY(SELECT s.generation_id FROM ember.steward_runs AS s);
+        -- Runs that read an erased row or wrote a forgotten fact, with what each must lose.
+        FOR r IN
+            SELECT s.generation_id,
+                ARRAY(SELECT i FROM unnest(s.read_message_ids) AS i WHERE i = ANY(p_erased)) AS read_erased,
+                ARRAY(SELECT f.id FROM unnest(p_retired) AS f (id)
+                      JOIN ember.facts AS x ON x.id = f.id WHERE x.run_id = s.id) AS wrote_retired
+            FROM ember.steward_runs AS s
+            WHERE s.read_message_ids && p_erased
+                OR EXISTS (SELECT 1 FROM ember.facts AS x WHERE x.id = ANY(p_retired) AND x.run_id = s.id)
+        LOOP
+            UPDATE ember.messages AS x
+            SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
+                blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
+            WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
+                AND x.erased_by IS NULL;
+            v_changed := v_changed || ARRAY(
+                SELECT x.id FROM ember.messages AS x
+                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                    AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
+            );
+            FOR m IN
+                SELECT x.id, x.content, x.blocks FROM ember.messages AS x
+                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id AND x.role = 'assistant'
+            LOOP
+                SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(
+                    m.content, m.blocks,
+                    ember.forget_needles(
+                        ARRAY(SELECT c FROM unnest(p_erased, p_contents) AS e (id, c) WHERE e.id = ANY(r.read_erased))
+                        || ARRAY(SELECT t FROM unnest(p_retired, p_texts) AS f (id, t) WHERE f.id = ANY(r.wrote_retired))
+                    )
+                );
+                IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
+                    UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
+                    v_changed := v_changed || m.id;
+                END IF;
+            END LOOP;
+        END LOOP;
+    END IF;
+
+    -- Search results that returned a forgotten fact.
+    IF cardinality(p_retired) > 0 THEN
+        FOR m IN
+            SELECT x.id, x.content FROM ember.messages AS x
+            WHERE x.thread_id = 'memory-steward' AND x.role = 'tool_result' AND x.tool_name = 'search_memory'
+                AND x.created_at >= p_since AND x.content ~ '(^|\n)fact \d+ \['
+        LOOP
+            v_content := ember.forget_redact_lines(m.content, p_retired, '^fact (\d+) \[', 'fact ');
+            IF v_content IS DISTINCT FROM m.content THEN
+                UPDATE ember.messages SET content = v_content WHERE id = m.id;
+                v_changed := v_changed || m.id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- Steward generations no run owns: every text, every row.
+    IF cardinality(v_all_needles) > 0 THEN
+        FOR m IN
+            SELECT x.id, x.content, x.blocks FROM ember.messages AS x
+            WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
+                AND NOT x.generation_id = ANY(v_owned)
+        LOOP
+            SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_all_needles);
+            IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
+                UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
+                v_changed := v_changed || m.id;
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN ARRAY(SELECT DISTINCT i FROM unnest(v_changed) AS i ORDER BY i);
+END;
+$$;
+
 -- Validates nothing: the caller (forget_messages or forget_thread) has checked its input.
 -- p_ids are rows not yet erased and not the steward's. Returns the jsonb report.
 CREATE OR REPLACE FUNCTION ember.forget_apply(p_forgetting bigint, p_ids bigint[], p_now timestamptz)
@@ -50,23 +222,23 @@ RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    v_round bigint[] := p_ids;
-    v_erased bigint[] := '{}';
-    v_steward_rows bigint[] := '{}';
+    v_erased bigint[];
+    v_contents text[];
+    v_steward_rows bigint[];
     v_threads text[];
-    v_needles text[];
     v_gens uuid[];
     v_check bigint[];
     v_seen bigint[] := '{}';
     v_retired bigint[] := '{}';
-    v_new_retired bigint[];
+    v_retired_texts text[] := '{}';
+    v_new_retired bigint[] := '{}';
     v_kept jsonb := '[]';
     v_rechecked bigint[] := '{}';
     v_proposals_erased bigint[] := '{}';
     v_proposals_kept bigint[] := '{}';
     v_runs bigint[] := '{}';
     v_steward_runs bigint[] := '{}';
-    v_min_at timestamptz;
+    v_since timestamptz;
     f record;
     p record;
     v_remaining jsonb;
@@ -76,122 +248,101 @@ BEGIN
     PERFORM set_config('ember.forgetting', p_forgetting::text, true);
 
     -- Copies are the same text.
-    v_round := v_round || ARRAY(
+    v_erased := p_ids || ARRAY(
         SELECT m.id FROM ember.messages AS m
         WHERE m.copied_from = ANY(p_ids) AND m.erased_by IS NULL AND NOT m.id = ANY(p_ids)
+            AND NOT ember.is_steward_thread(m.thread_id)
     );
-
+    v_threads := ARRAY(SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
     -- Appends to these threads wait until this commits (append_message locks the thread row).
-    PERFORM 1 FROM ember.threads AS t
-    WHERE t.id IN (SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_round))
-    ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM ember.threads AS t WHERE t.id = ANY(v_threads) ORDER BY t.id FOR UPDATE;
 
-    WHILE cardinality(v_round) > 0 LOOP
-        -- What these rows said, to find it quoted in the steward's record.
-        SELECT ember.forget_needles(array_agg(m.content)), min(m.created_at)
-        INTO v_needles, v_min_at
-        FROM ember.messages AS m WHERE m.id = ANY(v_round);
+    -- What these rows said, to find it quoted in the steward's record; then the tombstones.
+    SELECT array_agg(m.id ORDER BY m.id), array_agg(m.content ORDER BY m.id), min(m.created_at)
+    INTO v_erased, v_contents, v_since
+    FROM ember.messages AS m WHERE m.id = ANY(v_erased);
+    UPDATE ember.messages AS m
+    SET content = ember.forget_tombstone(),
+        blocks = NULL,
+        tool_call_id = CASE WHEN m.tool_call_id IS NOT NULL THEN 'forgotten' END,
+        tool_name = CASE WHEN m.tool_name IS NOT NULL THEN 'forgotten' END,
+        erased_by = p_forgetting
+    WHERE m.id = ANY(v_erased);
 
-        UPDATE ember.messages AS m
-        SET content = ember.forget_tombstone(),
-            blocks = NULL,
-            tool_call_id = CASE WHEN m.tool_call_id IS NOT NULL THEN 'forgotten' END,
-            tool_name = CASE WHEN m.tool_name IS NOT NULL THEN 'forgotten' END,
-            erased_by = p_forgetting
-        WHERE m.id = ANY(v_round);
-        v_erased := v_erased || v_round;
+    -- Generations with an erased row: a pointer at the whole generation no longer stands.
+    v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
 
-        -- Generations with an erased row: a pointer at the whole generation no longer stands.
-        v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_round));
-
-        -- Facts to re-check: those citing what was just erased, then along the merges.
-        v_check := ARRAY(
-            SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
-            WHERE e.message_id = ANY(v_round) OR e.generation_id = ANY(v_gens)
-        );
-        v_new_retired := '{}';
-        WHILE cardinality(v_check) > 0 LOOP
-            v_seen := v_seen || v_check;
-            FOR f IN SELECT * FROM ember.facts AS x WHERE x.id = ANY(v_check) ORDER BY x.id FOR UPDATE LOOP
-                -- The pointers left once erased rows are gone.
-                SELECT coalesce(jsonb_agg(
-                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
-                         ELSE jsonb_build_object('generation_id', e.generation_id) END
-                    ORDER BY e.ordinal), '[]')
-                INTO v_remaining
-                FROM ember.fact_evidence AS e
-                WHERE e.fact_id = f.id
-                    AND NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
-                    AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
-                                    WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL);
-                DELETE FROM ember.fact_evidence AS e
-                WHERE e.fact_id = f.id
-                    AND (EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
-                         OR EXISTS (SELECT 1 FROM ember.messages AS m
-                                    WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL));
-                GET DIAGNOSTICS v_dropped = ROW_COUNT;
-                IF f.text IS NULL THEN
-                    CONTINUE;
-                END IF;
-                IF jsonb_array_length(v_remaining) > 0
-                   AND ember.check_evidence(NULL, f.evidence_kind, v_remaining, false) IS NULL THEN
-                    IF v_dropped > 0 THEN
-                        v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', v_remaining);
-                    ELSE
-                        -- Reached along a merge and still justified by its own pointers.
-                        v_rechecked := v_rechecked || f.id;
-                    END IF;
+    -- Facts to re-check: those citing what was erased, then along the merges of those retired.
+    v_check := ARRAY(
+        SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
+        WHERE e.message_id = ANY(v_erased)
+        UNION
+        SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
+        WHERE e.generation_id = ANY(v_gens)
+    );
+    WHILE cardinality(v_check) > 0 LOOP
+        v_seen := v_seen || v_check;
+        FOR f IN SELECT * FROM ember.facts AS x WHERE x.id = ANY(v_check) ORDER BY x.id FOR UPDATE LOOP
+            -- The pointers left once erased rows are gone.
+            SELECT coalesce(jsonb_agg(
+                CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
+                     ELSE jsonb_build_object('generation_id', e.generation_id) END
+                ORDER BY e.ordinal), '[]')
+            INTO v_remaining
+            FROM ember.fact_evidence AS e
+            WHERE e.fact_id = f.id
+                AND NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
+                AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
+                                WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL);
+            DELETE FROM ember.fact_evidence AS e
+            WHERE e.fact_id = f.id
+                AND (EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
+                     OR EXISTS (SELECT 1 FROM ember.messages AS m
+                                WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL));
+            GET DIAGNOSTICS v_dropped = ROW_COUNT;
+            IF f.text IS NULL THEN
+                CONTINUE;
+            END IF;
+            IF jsonb_array_length(v_remaining) > 0
+               AND ember.check_evidence(NULL, f.evidence_kind, v_remaining, false) IS NULL THEN
+                IF v_dropped > 0 THEN
+                    v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', v_remaining);
                 ELSE
-                    v_new_retired := v_new_retired || f.id;
+                    -- Reached along a merge and still justified by its own pointers.
+                    v_rechecked := v_rechecked || f.id;
                 END IF;
-            END LOOP;
-            -- Retire the unjustified; their merge targets are re-checked next.
-            v_check := ARRAY(
-                SELECT DISTINCT x.merged_into FROM ember.facts AS x
-                WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL
-                    AND NOT x.merged_into = ANY(v_seen)
-            );
-            v_min_at := least(v_min_at, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(v_new_retired)));
-            v_needles := v_needles || ember.forget_needles(ARRAY(
-                SELECT x.text FROM ember.facts AS x WHERE x.id = ANY(v_new_retired) AND NOT x.id = ANY(v_retired)
-            ));
-            UPDATE ember.facts AS x
-            SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
-                text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
-            WHERE x.id = ANY(v_new_retired) AND NOT x.id = ANY(v_retired);
-            v_retired := v_retired || ARRAY(SELECT DISTINCT r FROM unnest(v_new_retired) AS r WHERE NOT r = ANY(v_retired));
-            v_new_retired := '{}';
+            ELSE
+                v_new_retired := v_new_retired || f.id;
+                v_retired_texts := v_retired_texts || f.text;
+            END IF;
         END LOOP;
-
-        -- The steward's rows that quote what went (its record of a write_fact call, a search
-        -- result, its own reasoning): erased in the next round, and the facts citing them
-        -- re-checked. Only rows written since the oldest of these texts existed can quote it.
-        v_round := '{}';
-        IF cardinality(v_needles) > 0 THEN
-            v_round := ARRAY(
-                SELECT m.id FROM ember.messages AS m
-                WHERE m.thread_id = 'memory-steward' AND m.erased_by IS NULL AND m.created_at >= v_min_at
-                    AND EXISTS (
-                        SELECT 1 FROM unnest(v_needles) AS n
-                        WHERE strpos(m.content, n) > 0 OR strpos(m.blocks::text, n) > 0
-                    )
-            );
-            v_steward_rows := v_steward_rows || v_round;
-        END IF;
+        -- The merge targets of the facts about to be retired are re-checked next.
+        v_check := ARRAY(
+            SELECT DISTINCT x.merged_into FROM ember.facts AS x
+            WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL AND NOT x.merged_into = ANY(v_seen)
+        );
+        UPDATE ember.facts AS x
+        SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
+            text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
+        WHERE x.id = ANY(v_new_retired);
+        v_retired := v_retired || v_new_retired;
+        v_new_retired := '{}';
     END LOOP;
 
     -- A forgotten fact's history keeps no free text that could quote it.
     UPDATE ember.fact_history AS h
     SET detail = NULL,
         retired_reason = CASE WHEN h.retired_reason = 'source-forgotten' THEN h.retired_reason END
-    WHERE h.fact_id = ANY(v_retired)
+    WHERE h.fact_id = ANY(v_retired) AND h.change <> 'forgotten'
         AND (h.detail IS NOT NULL OR h.retired_reason IS DISTINCT FROM 'source-forgotten')
-        AND h.change <> 'forgotten'
         AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
 
+    v_steward_rows := ember.forget_steward_record(
+        v_erased, v_contents, v_retired, v_retired_texts,
+        least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(v_retired)))
+    );
+
     -- Shadow proposals of the touched threads that cite an erased row.
-    v_threads := ARRAY(SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
-    v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
     FOR p IN
         SELECT sp.* FROM ember.shadow_proposals AS sp
         WHERE sp.thread_id = ANY(v_threads) AND sp.forgotten_by IS NULL
@@ -205,7 +356,8 @@ BEGIN
         ORDER BY sp.id FOR UPDATE
     LOOP
         v_remaining := (
-            SELECT coalesce(jsonb_agg(x.v ORDER BY x.o), '[]') FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x (v, o)
+            SELECT coalesce(jsonb_agg(x.v ORDER BY x.o), '[]')
+            FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x (v, o)
             WHERE NOT coalesce(
                 (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
                  AND (x.v ->> 'message_id')::numeric = ANY(v_erased::numeric[]))
@@ -232,35 +384,34 @@ BEGIN
     WHERE e.id = a.event_id AND e.message_id = ANY(v_erased);
 
     -- Work in flight on the touched threads stops: prefixes and offers dropped, runs cancelled.
-    PERFORM ember.shadow_withdraw(t) FROM unnest(v_threads) AS t WHERE t <> 'memory-steward';
+    PERFORM ember.shadow_withdraw(t) FROM unnest(v_threads) AS t;
     v_runs := ARRAY(
         SELECT r.id FROM ember.shadow_runs AS r
         WHERE r.thread_id = ANY(v_threads) AND r.status = 'running' AND r.cancel_requested
+        ORDER BY r.id
     );
     IF to_regclass('ember.steward_runs') IS NOT NULL THEN
-        EXECUTE $q$
-            WITH u AS (
-                UPDATE ember.steward_runs
-                SET status = 'failed', error = 'cancelled: rows it read were forgotten',
-                    finished_at = greatest($2, started_at)
-                WHERE status = 'running' AND read_message_ids && $1
-                RETURNING id
-            )
-            SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM u
-        $q$ INTO v_steward_runs USING v_erased, p_now;
+        WITH u AS (
+            UPDATE ember.steward_runs
+            SET status = 'failed', error = 'cancelled: rows it read were forgotten',
+                finished_at = greatest(p_now, started_at)
+            WHERE status = 'running' AND read_message_ids && v_erased
+            RETURNING id
+        )
+        SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') INTO v_steward_runs FROM u;
     END IF;
 
     RETURN jsonb_build_object(
         'forgetting', p_forgetting,
-        'rows_erased', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_erased) AS i WHERE NOT i = ANY(v_steward_rows) ORDER BY i)),
-        'steward_rows_erased', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_steward_rows) AS i ORDER BY i)),
+        'rows_erased', to_jsonb(v_erased),
+        'steward_rows_redacted', to_jsonb(v_steward_rows),
         'facts_kept', v_kept,
         'facts_retired', to_jsonb(ARRAY(SELECT i FROM unnest(v_retired) AS i ORDER BY i)),
         'facts_rechecked', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_rechecked) AS i ORDER BY i)),
         'proposals_erased', to_jsonb(v_proposals_erased),
         'proposals_kept', to_jsonb(v_proposals_kept),
         'runs_cancelled', to_jsonb(v_runs),
-        'steward_runs_cancelled', to_jsonb(coalesce(v_steward_runs, '{}'))
+        'steward_runs_cancelled', to_jsonb(v_steward_runs)
     );
 END;
 $$;
