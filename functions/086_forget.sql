@@ -138,8 +138,6 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
         RETURN v_changed;
     END IF;
-    v_all_needles := ember.forget_needles(p_contents || p_texts);
-
     IF v_runs THEN
         v_owned := ARRAY(SELECT s.generation_id FROM ember.steward_runs AS s);
         -- Runs that read an erased row or wrote a forgotten fact, with what each must lose.
@@ -197,8 +195,11 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Steward generations no run owns: every text, every row.
-    IF cardinality(v_all_needles) > 0 THEN
+    -- Steward generations no run owns: every text, every row (the texts only when such rows exist).
+    IF EXISTS (SELECT 1 FROM ember.messages AS x
+               WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
+                   AND NOT x.generation_id = ANY(v_owned)) THEN
+        v_all_needles := ember.forget_needles(p_contents || p_texts);
         FOR m IN
             SELECT x.id, x.content, x.blocks FROM ember.messages AS x
             WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
@@ -228,6 +229,7 @@ DECLARE
     v_threads text[];
     v_gens uuid[];
     v_check bigint[];
+    v_shrunk bigint[];
     v_seen bigint[] := '{}';
     v_retired bigint[] := '{}';
     v_retired_texts text[] := '{}';
@@ -242,7 +244,6 @@ DECLARE
     f record;
     p record;
     v_remaining jsonb;
-    v_dropped integer;
 BEGIN
     PERFORM set_config('ember.erasing', 'on', true);
     PERFORM set_config('ember.forgetting', p_forgetting::text, true);
@@ -272,41 +273,36 @@ BEGIN
     -- Generations with an erased row: a pointer at the whole generation no longer stands.
     v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
 
-    -- Facts to re-check: those citing what was erased, then along the merges of those retired.
-    v_check := ARRAY(
-        SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
-        WHERE e.message_id = ANY(v_erased)
-        UNION
-        SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e
-        WHERE e.generation_id = ANY(v_gens)
-    );
+    -- Pointers at what was erased go, in one statement (one history row per fact, from the
+    -- trigger); the facts they belonged to are re-checked, then along the merges of those
+    -- retired. Set-based on purpose: a per-fact anti-join against the erased rows costs facts
+    -- times rows.
+    WITH gone AS (
+        DELETE FROM ember.fact_evidence AS e
+        WHERE e.message_id = ANY(v_erased) OR e.generation_id = ANY(v_gens)
+        RETURNING e.fact_id
+    )
+    SELECT coalesce(array_agg(DISTINCT gone.fact_id), '{}') INTO v_shrunk FROM gone;
+    v_check := v_shrunk;
     WHILE cardinality(v_check) > 0 LOOP
         v_seen := v_seen || v_check;
-        FOR f IN SELECT * FROM ember.facts AS x WHERE x.id = ANY(v_check) ORDER BY x.id FOR UPDATE LOOP
-            -- The pointers left once erased rows are gone.
-            SELECT coalesce(jsonb_agg(
-                CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
-                     ELSE jsonb_build_object('generation_id', e.generation_id) END
-                ORDER BY e.ordinal), '[]')
-            INTO v_remaining
-            FROM ember.fact_evidence AS e
-            WHERE e.fact_id = f.id
-                AND NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
-                AND NOT EXISTS (SELECT 1 FROM ember.messages AS m
-                                WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL);
-            DELETE FROM ember.fact_evidence AS e
-            WHERE e.fact_id = f.id
-                AND (EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)
-                     OR EXISTS (SELECT 1 FROM ember.messages AS m
-                                WHERE m.generation_id = e.generation_id AND m.erased_by IS NOT NULL));
-            GET DIAGNOSTICS v_dropped = ROW_COUNT;
-            IF f.text IS NULL THEN
-                CONTINUE;
-            END IF;
-            IF jsonb_array_length(v_remaining) > 0
-               AND ember.check_evidence(NULL, f.evidence_kind, v_remaining, false) IS NULL THEN
-                IF v_dropped > 0 THEN
-                    v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', v_remaining);
+        FOR f IN
+            SELECT x.id, x.evidence_kind, x.text, coalesce((
+                SELECT jsonb_agg(
+                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
+                         ELSE jsonb_build_object('generation_id', e.generation_id) END
+                    ORDER BY e.ordinal)
+                FROM ember.fact_evidence AS e WHERE e.fact_id = x.id
+            ), '[]') AS remaining
+            FROM ember.facts AS x
+            WHERE x.id = ANY(v_check) AND x.text IS NOT NULL
+            ORDER BY x.id
+            FOR UPDATE OF x
+        LOOP
+            IF jsonb_array_length(f.remaining) > 0
+               AND ember.check_evidence(NULL, f.evidence_kind, f.remaining, false) IS NULL THEN
+                IF f.id = ANY(v_shrunk) THEN
+                    v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', f.remaining);
                 ELSE
                     -- Reached along a merge and still justified by its own pointers.
                     v_rechecked := v_rechecked || f.id;
