@@ -45,7 +45,8 @@ SELECT ember.append_message('o', 'user', 'A statement in another thread that sta
 # A thread of n human statements, appended through the host API in batches of one statement.
 THREAD_ROWS = """
 SELECT count(ember.append_message(%(thread)s::text, 'user',
-    format('Statement %%s of %%s: the user mentioned detail %%s about their plans.', i, %(thread)s::text, md5(i::text))))
+    format('Statement %%s of %%s: the user mentioned detail %%s about their plans.',
+           i, %(thread)s::text, md5(i::text))))
 FROM generate_series(1, %(rows)s) AS i
 """
 
@@ -58,7 +59,8 @@ WITH rows AS (
 ),
 f AS (
     INSERT INTO ember.facts (text, evidence_kind, run_id)
-    SELECT format('Fact %%s of %%s: the user plans detail %%s.', k, %(thread)s::text, md5(k::text)), 'user-stated',
+    SELECT format('Fact %%s of %%s: the user plans detail %%s.', k, %(thread)s::text, md5(k::text)),
+        'user-stated',
         CASE WHEN %(runs)s::bigint[] IS NOT NULL
              THEN (%(runs)s::bigint[])[1 + (k * %(wakes)s / %(facts)s)] END
     FROM generate_series(0, %(facts)s - 1) AS k
@@ -101,8 +103,9 @@ def _steward_wakes(conn: psycopg.Connection[Any], thread: str, wakes: int) -> li
             msg AS (
                 SELECT ember.append_message('memory-steward', 'user',
                     'Backlog to digest.' || E'\n\n' || page.text, 'system',
-                    json_build_array(json_build_object('type', 'text', 'text', 'Backlog to digest.'),
-                                     json_build_object('type', 'text', 'text', page.text))) AS id
+                    json_build_array(
+                        json_build_object('type', 'text', 'text', 'Backlog to digest.'),
+                        json_build_object('type', 'text', 'text', page.text))) AS id
                 FROM page, g
             )
             INSERT INTO ember.steward_runs (
@@ -133,7 +136,8 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
                 json_build_array(json_build_object('type', 'text', 'text', 'Writing facts.'))::jsonb
                 || (SELECT jsonb_agg(jsonb_build_object(
                         'type', 'tool_use', 'id', 'toolu_' || f.id, 'name', 'write_fact',
-                        'input', jsonb_build_object('text', f.text, 'evidence_kind', f.evidence_kind)))
+                        'input', jsonb_build_object('text', f.text,
+                                                    'evidence_kind', f.evidence_kind)))
                     FROM ember.facts AS f WHERE f.id = ANY(b.ids)))::json
                 ) AS a
             FROM (
@@ -142,14 +146,16 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
                 GROUP BY f.run_id, f.id / 10
             ) AS b
         ) AS x;
-        SELECT count(ember.append_message('memory-steward', 'tool_result', 'fact ' || f.id || ' written',
-                                          'system', NULL, 'toolu_' || f.id, 'write_fact', 'ok'))
+        SELECT count(ember.append_message('memory-steward', 'tool_result',
+                                          'fact ' || f.id || ' written', 'system', NULL,
+                                          'toolu_' || f.id, 'write_fact', 'ok'))
         FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s);
         SELECT count(ember.append_message('memory-steward', 'tool_result', s.lines, 'system', NULL,
                                           'toolu_s' || s.run_id, 'search_memory', 'ok'))
         FROM (
-            SELECT f.run_id, string_agg(format('fact %%s [%%s]: %%s', f.id, f.evidence_kind, f.text),
-                                        E'\n' ORDER BY f.id) AS lines
+            SELECT f.run_id,
+                string_agg(format('fact %%s [%%s]: %%s', f.id, f.evidence_kind, f.text),
+                           E'\n' ORDER BY f.id) AS lines
             FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s) AND f.id %% 10 = 0
             GROUP BY f.run_id
         ) AS s;
@@ -186,21 +192,22 @@ def _forget_once(conn: psycopg.Connection[Any]) -> tuple[float, dict[str, Any]]:
     return elapsed, row[0]
 
 
+# The thread's row ids, as forget_thread holds them (a subquery keeps the saved plans readable).
+ERASED = "(SELECT array_agg(t.id) FROM ember.messages AS t WHERE t.thread_id = 't')"
+
 EXPLAINED = {
-    "facts citing the erased rows": (
-        "SELECT DISTINCT e.fact_id FROM ember.fact_evidence AS e WHERE e.message_id = ANY(%(ids)s)"
+    "facts citing the erased rows (the pointers forget_apply deletes)": (
+        "SELECT e.fact_id FROM ember.fact_evidence AS e WHERE e.message_id = ANY(" + ERASED + ")"
     ),
     "one fact's remaining pointers": (
         "SELECT e.* FROM ember.fact_evidence AS e WHERE e.fact_id = %(fact)s"
-        " AND NOT EXISTS (SELECT 1 FROM ember.messages AS m"
-        " WHERE m.id = e.message_id AND m.erased_by IS NOT NULL)"
     ),
     "the tombstones": (
-        "UPDATE ember.messages AS m SET content = '[forgotten]', erased_by = NULL"
-        " WHERE m.id = ANY(%(ids)s)"
+        "UPDATE ember.messages AS m SET content = '[forgotten]', blocks = NULL"
+        " WHERE m.id = ANY(" + ERASED + ")"
     ),
     "one wake's backlog page, redacted by line": (
-        "SELECT ember.forget_redact_lines(x.content, %(ids)s, '^m:(\\d+) ', 'm:')"
+        "SELECT ember.forget_redact_lines(x.content, " + ERASED + ", '^m:(\\d+) ', 'm:')"
         " FROM ember.messages AS x WHERE x.thread_id = 'memory-steward' AND x.role = 'user'"
         " AND x.author = 'system' LIMIT 1"
     ),
@@ -208,12 +215,9 @@ EXPLAINED = {
 
 
 def _explain(conn: psycopg.Connection[Any]) -> str:
-    ids = [
-        r[0]
-        for r in conn.execute("SELECT id FROM ember.messages WHERE thread_id = 't'").fetchall()
-    ]
     fact_row = conn.execute(
-        "SELECT fact_id FROM ember.fact_evidence WHERE message_id = %s", (ids[0],)
+        "SELECT e.fact_id FROM ember.fact_evidence AS e JOIN ember.messages AS m"
+        " ON m.id = e.message_id WHERE m.thread_id = 't' LIMIT 1"
     ).fetchone()
     assert fact_row is not None
     out: list[str] = []
@@ -222,7 +226,7 @@ def _explain(conn: psycopg.Connection[Any]) -> str:
             conn.execute("SET LOCAL ember.erasing = 'on'")
             plan = conn.execute(
                 "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + query,
-                {"ids": ids, "fact": fact_row[0]},
+                {"fact": fact_row[0]},
             ).fetchall()
         out.append(f"-- {title}\n-- {query}\n" + "\n".join(r[0] for r in plan) + "\n")
     return "\n".join(out)
