@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -13,6 +14,7 @@ from ember.export_facts import FactsFileError, export_facts_to, format_record, r
 from forgetkit import append, insert_fact
 
 MARKER = "hushword-5523"
+FACT_KEYS = ("pet", "tea", "friday", "merged")
 
 
 def _world(url: str) -> dict[str, Any]:
@@ -140,3 +142,16 @@ def test_read_facts_names_a_bad_line() -> None:
     bad = '{"format":"ember-facts","version":1}\n{"type":"fact"}\nnot json\n'
     with pytest.raises(FactsFileError, match="line 3: not JSON"):
         read_facts(io.StringIO(bad))
+
+
+def test_ember_export_facts_writes_the_file(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _world(db)
+    monkeypatch.setenv("DATABASE_URL", db)
+    target = tmp_path / "facts.jsonl"
+    assert cli.main(["export", "--facts", "--output", str(target)]) == 0
+    text = target.read_text(encoding="utf-8")
+    assert MARKER not in text
+    records = read_facts(io.StringIO(text))
+    assert [r["id"] for r in records] == sorted(v for k, v in ids.items() if k in FACT_KEYS)

@@ -334,6 +334,26 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_facts(output: str) -> int:
+    """`ember export --facts`: facts with pointers and history as JSONL (docs/export-facts.md)."""
+    import psycopg
+
+    from ember.export_facts import export_facts_to
+
+    with psycopg.connect(database_url()) as conn:
+        if output == "-":
+            export_facts_to(conn, sys.stdout)
+        else:
+            with open(output, "w", encoding="utf-8", newline="\n") as out:
+                count = export_facts_to(conn, out)
+            print(f"exported {count} facts to {output}", file=sys.stderr)
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    return export_facts(args.output)
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -422,6 +442,16 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("fact_id", type=int)
     explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
     explain.set_defaults(func=_cmd_explain)
+
+    exp = sub.add_parser("export", help="write Ember's facts as versioned JSONL")
+    exp.add_argument(
+        "--facts",
+        action="store_true",
+        required=True,
+        help="every fact with its evidence pointers and history (docs/export-facts.md)",
+    )
+    exp.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
+    exp.set_defaults(func=_cmd_export)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser
