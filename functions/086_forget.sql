@@ -360,7 +360,12 @@ BEGIN
                 OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(v_gens::text[])),
                 false)
         );
-        IF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
+        IF ember.is_isolated(p.thread_id) THEN
+            -- Sealed since it was proposed: the proposal guard refuses any change to a row of an
+            -- isolated thread, and the comparison never reads one, so the row goes whole.
+            DELETE FROM ember.shadow_proposals WHERE id = p.id;
+            v_proposals_erased := v_proposals_erased || p.id;
+        ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
            AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN
             UPDATE ember.shadow_proposals SET evidence = v_remaining WHERE id = p.id;
             v_proposals_kept := v_proposals_kept || p.id;

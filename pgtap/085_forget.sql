@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(40);
+SELECT plan(42);
 
 -- Facts are written here by direct inserts, as the steward's write_fact does (one fact row, then
 -- its pointers): the cascade must hold whatever wrote them.
@@ -165,6 +165,26 @@ SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 's1' AND (
            OR tool_call_id <> 'forgotten')), 0, 'blocks, tool names and call ids are gone');
 SELECT is(ember.forget_thread('s1', 'again'), jsonb_build_object('noop', true, 'thread', 's1'),
           'forgetting a forgotten thread is a no-op that says so');
+
+-- A thread sealed after shadow proposed about it: the proposal guard refuses any change to a row
+-- of an isolated thread, so forgetting removes such proposals whole rather than failing.
+SELECT ember.create_thread('s3', 'side', 'Later sealed');
+SELECT ember.append_message('s3', 'user', 'I collect stamps.') AS m_stamps \gset
+INSERT INTO ember.shadow_runs (
+    thread_id, generation_id, path, model, reason, from_seq, through_seq, started_at, worker,
+    lease_token, lease_expires_at, status, finished_at
+) VALUES ('s3', (SELECT id FROM ember.generations WHERE thread_id = 's3'), 'cold', 'claude-haiku-4-5',
+          'idle-or-ended', 0, 0, '2030-01-01 10:00+00', 'w', gen_random_uuid(), '2030-01-01 10:10+00',
+          'completed', '2030-01-01 10:01+00')
+RETURNING id AS run_s3 \gset
+INSERT INTO ember.shadow_proposals (run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence, created_at)
+SELECT :run_s3, 's3', g.id, 1, 'Collects stamps', 'user-stated',
+    jsonb_build_array(jsonb_build_object('message_id', :m_stamps)), '2030-01-01 10:01+00'
+FROM ember.generations AS g WHERE g.thread_id = 's3';
+UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 's3';
+SELECT lives_ok('SELECT ember.forget_thread(''s3'', ''asked'')', 'a thread sealed since it was proposed about can be forgotten');
+SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE thread_id = 's3'), 0,
+          'its proposals are removed whole');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(4);
+SELECT plan(7);
 
 -- Every text, json, jsonb, array, tsvector and vector column of every table in schema ember,
 -- searched for the needles: how many rows hold one, per column. Built from the catalog, so a
@@ -130,6 +130,19 @@ SELECT results_eq('SELECT col FROM pg_temp.hits(ARRAY[''keepmarker77'']) ORDER B
                   'what did not derive from the forgotten rows survives (the search can find things)');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE id IN (:s_written, :s_control) AND erased_by IS NULL), 2,
           'the steward''s rows that quote nothing forgotten are kept');
+
+-- The structural redactions the steward's record gets, by line.
+SELECT is(ember.forget_redact_lines(E'# header\nm:5 user(human): secret\nm:6 user(human): kept\nm:50 x', ARRAY[5, 7]::bigint [],
+                                    '^m:(\d+) ', 'm:'),
+          E'# header\nm:5 [forgotten]\nm:6 user(human): kept\nm:50 x',
+          'a backlog page loses exactly the lines of the erased rows');
+SELECT is(ember.forget_redact_lines(E'fact 3 [user-stated]: gone\nfact 4 [user-stated]: kept', ARRAY[3]::bigint [],
+                                    '^fact (\d+) \[', 'fact '),
+          E'fact 3 [forgotten]\nfact 4 [user-stated]: kept', 'a search result loses exactly the forgotten facts');
+SELECT is(ember.forget_redact_blocks('[{"type":"text","text":"m:5 user(human): secret\nm:6 a"},{"type":"image"}]'::json,
+                                     ARRAY[5]::bigint [], '^m:(\d+) ', 'm:')::jsonb,
+          '[{"type":"text","text":"m:5 [forgotten]\nm:6 a"},{"type":"image"}]'::jsonb,
+          'the raw blocks of a page are redacted the same way');
 
 SELECT * FROM finish();
 ROLLBACK;
