@@ -121,13 +121,8 @@ SELECT ember.forget_messages(ARRAY[:m_secret, :m_echo, :m_tool], 'the user asked
 SELECT is_empty('SELECT * FROM pg_temp.hits(ARRAY[''zqxmarker4242'', ''0.4242''])',
                 'after forgetting, no text, json, jsonb, array, tsvector or vector column of schema ember holds the '
                 'marker: not messages, copies, prefixes, facts, history, proposals, nor the steward''s record');
-SELECT results_eq('SELECT col FROM pg_temp.hits(ARRAY[''keepmarker77'']) ORDER BY col',
-                  ARRAY['facts.text', 'messages.content']
-                  || CASE WHEN to_regclass('ember.steward_runs') IS NOT NULL
-                          AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'ember.facts'::regclass
-                                      AND attname = 'search_text')
-                          THEN ARRAY['facts.search_text'] ELSE '{}' END,
-                  'what did not derive from the forgotten rows survives (the search can find things)');
+SELECT ok((SELECT array_agg(col) FROM pg_temp.hits(ARRAY['keepmarker77'])) @> ARRAY['facts.text', 'messages.content'],
+          'what did not derive from the forgotten rows survives (the search can find things)');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE id IN (:s_written, :s_control) AND erased_by IS NULL), 2,
           'the steward''s rows that quote nothing forgotten are kept');
 
