@@ -71,7 +71,9 @@ BEGIN
     INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
                                     forgetting_id)
     VALUES (
-        new.id, new.updated_at, v_change, new.status, new.merged_into, new.retired_reason,
+        -- The writer's time when it set one (the steward passes its p_now), else the clock.
+        new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
+        v_change, new.status, new.merged_into, new.retired_reason,
         -- A merge keeps where it went in merged_into; a retirement by forgetting says which
         -- status the fact left, since its merge target (if any) is cleared by the retirement.
         CASE WHEN v_change = 'forgotten' THEN 'was ' || old.status
