@@ -128,37 +128,43 @@ def _steward_wakes(conn: psycopg.Connection[Any], thread: str, wakes: int) -> li
 
 def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     """Per wake: one assistant turn per ten facts with their write_fact calls, a result per call,
-    and one search result quoting ten facts."""
+    and one search result quoting a tenth of its facts."""
     conn.execute(
         """
-        SELECT count(*) FROM (
-            SELECT ember.append_message('memory-steward', 'assistant', 'Writing facts.', 'agent',
-                json_build_array(json_build_object('type', 'text', 'text', 'Writing facts.'))::jsonb
-                || (SELECT jsonb_agg(jsonb_build_object(
-                        'type', 'tool_use', 'id', 'toolu_' || f.id, 'name', 'write_fact',
-                        'input', jsonb_build_object('text', f.text,
-                                                    'evidence_kind', f.evidence_kind)))
-                    FROM ember.facts AS f WHERE f.id = ANY(b.ids)))::json
-                ) AS a
-            FROM (
-                SELECT array_agg(f.id ORDER BY f.id) AS ids
-                FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s)
-                GROUP BY f.run_id, f.id / 10
-            ) AS b
-        ) AS x;
+        SELECT count(ember.append_message('memory-steward', 'assistant', 'Writing facts.', 'agent',
+            (jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Writing facts.'))
+             || b.calls)::json))
+        FROM (
+            SELECT jsonb_agg(jsonb_build_object(
+                'type', 'tool_use', 'id', 'toolu_' || f.id, 'name', 'write_fact',
+                'input', jsonb_build_object('text', f.text, 'evidence_kind', f.evidence_kind)
+            ) ORDER BY f.id) AS calls
+            FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s)
+            GROUP BY f.run_id, f.id / 10
+        ) AS b
+        """,
+        {"runs": runs},
+    )
+    conn.execute(
+        """
         SELECT count(ember.append_message('memory-steward', 'tool_result',
                                           'fact ' || f.id || ' written', 'system', NULL,
                                           'toolu_' || f.id, 'write_fact', 'ok'))
-        FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s);
+        FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s)
+        """,
+        {"runs": runs},
+    )
+    conn.execute(
+        """
         SELECT count(ember.append_message('memory-steward', 'tool_result', s.lines, 'system', NULL,
                                           'toolu_s' || s.run_id, 'search_memory', 'ok'))
         FROM (
             SELECT f.run_id,
                 string_agg(format('fact %%s [%%s]: %%s', f.id, f.evidence_kind, f.text),
-                           E'\n' ORDER BY f.id) AS lines
+                           E'\\n' ORDER BY f.id) AS lines
             FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s) AND f.id %% 10 = 0
             GROUP BY f.run_id
-        ) AS s;
+        ) AS s
         """,
         {"runs": runs},
     )
@@ -193,7 +199,7 @@ def _forget_once(conn: psycopg.Connection[Any]) -> tuple[float, dict[str, Any]]:
 
 
 # The thread's row ids, as forget_thread holds them (a subquery keeps the saved plans readable).
-ERASED = "(SELECT array_agg(t.id) FROM ember.messages AS t WHERE t.thread_id = 't')"
+ERASED = "ARRAY(SELECT t.id FROM ember.messages AS t WHERE t.thread_id = 't')"
 
 EXPLAINED = {
     "facts citing the erased rows (the pointers forget_apply deletes)": (

@@ -1,5 +1,5 @@
 -- Forgetting and fact history (issue 17). The rules are in functions/085_fact_history.sql ..
--- functions/087_explain.sql.
+-- functions/089_export_facts.sql.
 
 -- One row per forget call: what was asked, why, and what it touched. The reason is kept because
 -- the history of a forgotten fact keeps "that it existed and why it went"; the erased text is not.

@@ -165,7 +165,7 @@ ON CONFLICT (singleton) DO UPDATE SET sha256 = excluded.sha256, applied_at = clo
 WHERE ember.schema_functions.sha256 <> excluded.sha256
 """
 
-# --- forgetting and fact history (functions/085_fact_history.sql .. 088_export_facts.sql) ---
+# --- forgetting and fact history (functions/085_fact_history.sql .. 089_export_facts.sql) ---
 
 EXPLAIN_FACT: LiteralString = "SELECT ember.explain_fact(%s)"
 

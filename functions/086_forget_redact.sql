@@ -1,0 +1,195 @@
+-- Forgetting, part one (issue 17): the tombstone and the redactions forgetting applies to text
+-- that quotes an erased row or a forgotten fact. The cascade itself is functions/087_forget.sql.
+
+CREATE OR REPLACE FUNCTION ember.forget_tombstone()
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$ SELECT '[forgotten]'::text $$;
+
+-- A string worth searching for elsewhere: short ones ("ok", "yes") name nothing and would match
+-- unrelated rows.
+CREATE OR REPLACE FUNCTION ember.forget_needles(p_texts text[])
+RETURNS text[]
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT coalesce(array_agg(DISTINCT n), '{}')
+    FROM unnest(p_texts) AS t (v)
+    CROSS JOIN LATERAL (
+        VALUES (btrim(t.v)),
+        -- The same text as it appears inside JSON (blocks, tool inputs): escaped, unquoted.
+        (substr(to_json(btrim(t.v))::text, 2, length(to_json(btrim(t.v))::text) - 2))
+    ) AS x (n)
+    WHERE char_length(btrim(t.v)) >= 8
+$$;
+
+-- Lines of p_text whose leading id (the first group of p_pattern, e.g. '^m:(\d+) ' for a
+-- rendered row, '^fact (\d+) \[' for a search result) is in p_ids, replaced by p_label || id ||
+-- ' [forgotten]'. A hash join of lines to ids, so a page of thousands of rows costs one pass.
+-- Rows render on one line each (035_render.sql escapes line breaks), so a line is one row.
+CREATE OR REPLACE FUNCTION ember.forget_redact_lines(p_text text, p_ids bigint[], p_pattern text, p_label text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT string_agg(
+        CASE WHEN e.id IS NOT NULL THEN p_label || e.id || ' ' || ember.forget_tombstone() ELSE l.line END,
+        E'\n' ORDER BY l.o)
+    FROM regexp_split_to_table(p_text, E'\n') WITH ORDINALITY AS l (line, o)
+    LEFT JOIN (SELECT DISTINCT x.id FROM unnest(p_ids) AS x (id)) AS e
+        ON e.id = (substring(l.line FROM p_pattern))::bigint
+$$;
+
+-- The same on raw blocks: each text block redacted by lines. Blocks that are not a JSON array
+-- of objects are dropped whole (nothing else can be said about what they hold).
+CREATE OR REPLACE FUNCTION ember.forget_redact_blocks(p_blocks json, p_ids bigint[], p_pattern text, p_label text)
+RETURNS json
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN p_blocks IS NULL THEN NULL
+        WHEN json_typeof(p_blocks) <> 'array' THEN NULL
+        ELSE (
+            SELECT coalesce(json_agg(
+                CASE WHEN jsonb_typeof(b.v) = 'object' AND jsonb_typeof(b.v -> 'text') = 'string'
+                     THEN jsonb_set(b.v, '{text}',
+                                    to_jsonb(ember.forget_redact_lines(b.v ->> 'text', p_ids, p_pattern, p_label)))
+                     ELSE b.v END
+                ORDER BY b.o), '[]'::json)
+            FROM jsonb_array_elements(p_blocks::jsonb) WITH ORDINALITY AS b (v, o)
+        )
+    END
+$$;
+
+-- Every occurrence of each needle replaced by the tombstone, in the text and in the raw blocks
+-- (where a needle appears JSON-escaped; forget_needles gives both forms). A replacement inside a
+-- JSON string keeps the document valid; if it somehow does not, the blocks go whole.
+CREATE OR REPLACE FUNCTION ember.forget_redact_needles(INOUT p_content text, INOUT p_blocks json, p_needles text[])
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    n text;
+    v_blocks text := p_blocks::text;
+BEGIN
+    FOREACH n IN ARRAY p_needles LOOP
+        IF strpos(p_content, n) > 0 THEN
+            p_content := replace(p_content, n, ember.forget_tombstone());
+        END IF;
+        IF strpos(v_blocks, n) > 0 THEN
+            v_blocks := replace(v_blocks, n, ember.forget_tombstone());
+        END IF;
+    END LOOP;
+    BEGIN
+        p_blocks := v_blocks::json;
+    EXCEPTION
+        WHEN invalid_text_representation THEN
+            p_blocks := NULL;
+    END;
+END;
+$$;
+
+-- The steward's record quotes what it read and wrote. Three shapes, each redacted by structure
+-- rather than by searching every row for every erased text (which would cost rows times texts):
+--   * the backlog pages a run was given (a 'system' user row per wake): each erased row is one
+--     line 'm:<id> ...', replaced by a tombstone line;
+--   * search_memory results, one line 'fact <id> [kind]: text' per fact: a forgotten fact's
+--     line is replaced wherever it was returned;
+--   * the model's own turns (assistant rows: text and tool calls such as write_fact) in the
+--     runs that read an erased row or wrote a forgotten fact: the erased texts that run read and
+--     the forgotten facts it wrote are replaced where they appear verbatim.
+-- Rows of steward generations no run owns (none in normal operation) are searched for every
+-- text. Returns the ids of the rows changed.
+CREATE OR REPLACE FUNCTION ember.forget_steward_record(
+    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[], p_since timestamptz
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_changed bigint[] := '{}';
+    v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
+    v_owned uuid[] := '{}';
+    v_all_needles text[];
+    r record;
+    m record;
+    v_content text;
+    v_blocks json;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
+        RETURN v_changed;
+    END IF;
+    IF v_runs THEN
+        v_owned := ARRAY(SELECT s.generation_id FROM ember.steward_runs AS s);
+        -- Runs that read an erased row or wrote a forgotten fact, with what each must lose.
+        FOR r IN
+            SELECT s.generation_id,
+                ARRAY(SELECT i FROM unnest(s.read_message_ids) AS i WHERE i = ANY(p_erased)) AS read_erased,
+                ARRAY(SELECT f.id FROM unnest(p_retired) AS f (id)
+                      JOIN ember.facts AS x ON x.id = f.id WHERE x.run_id = s.id) AS wrote_retired
+            FROM ember.steward_runs AS s
+            WHERE s.read_message_ids && p_erased
+                OR EXISTS (SELECT 1 FROM ember.facts AS x WHERE x.id = ANY(p_retired) AND x.run_id = s.id)
+        LOOP
+            UPDATE ember.messages AS x
+            SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
+                blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
+            WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
+                AND x.erased_by IS NULL;
+            v_changed := v_changed || ARRAY(
+                SELECT x.id FROM ember.messages AS x
+                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                    AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
+            );
+            FOR m IN
+                SELECT x.id, x.content, x.blocks FROM ember.messages AS x
+                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id AND x.role = 'assistant'
+            LOOP
+                SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(
+                    m.content, m.blocks,
+                    ember.forget_needles(
+                        ARRAY(SELECT c FROM unnest(p_erased, p_contents) AS e (id, c) WHERE e.id = ANY(r.read_erased))
+                        || ARRAY(SELECT t FROM unnest(p_retired, p_texts) AS f (id, t) WHERE f.id = ANY(r.wrote_retired))
+                    )
+                );
+                IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
+                    UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
+                    v_changed := v_changed || m.id;
+                END IF;
+            END LOOP;
+        END LOOP;
+    END IF;
+
+    -- Search results that returned a forgotten fact.
+    IF cardinality(p_retired) > 0 THEN
+        FOR m IN
+            SELECT x.id, x.content FROM ember.messages AS x
+            WHERE x.thread_id = 'memory-steward' AND x.role = 'tool_result' AND x.tool_name = 'search_memory'
+                AND x.created_at >= p_since AND x.content ~ '(^|\n)fact \d+ \['
+        LOOP
+            v_content := ember.forget_redact_lines(m.content, p_retired, '^fact (\d+) \[', 'fact ');
+            IF v_content IS DISTINCT FROM m.content THEN
+                UPDATE ember.messages SET content = v_content WHERE id = m.id;
+                v_changed := v_changed || m.id;
+            END IF;
+        END LOOP;
+    END IF;
+
+    -- Steward generations no run owns: every text, every row (the texts only when such rows exist).
+    IF EXISTS (SELECT 1 FROM ember.messages AS x
+               WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
+                   AND NOT x.generation_id = ANY(v_owned)) THEN
+        v_all_needles := ember.forget_needles(p_contents || p_texts);
+        FOR m IN
+            SELECT x.id, x.content, x.blocks FROM ember.messages AS x
+            WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
+                AND NOT x.generation_id = ANY(v_owned)
+        LOOP
+            SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_all_needles);
+            IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
+                UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
+                v_changed := v_changed || m.id;
+            END IF;
+        END LOOP;
+    END IF;
+    RETURN ARRAY(SELECT DISTINCT i FROM unnest(v_changed) AS i ORDER BY i);
+END;
+$$;
