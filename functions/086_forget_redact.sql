@@ -98,7 +98,8 @@ $$;
 -- Rows of steward generations no run owns (none in normal operation) are searched for every
 -- text. Returns the ids of the rows changed.
 CREATE OR REPLACE FUNCTION ember.forget_steward_record(
-    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[], p_since timestamptz
+    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[],
+    p_rows_since timestamptz, p_since timestamptz
 )
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -108,6 +109,7 @@ DECLARE
     v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
     v_owned uuid[] := '{}';
     v_all_needles text[];
+    v_needles text[];
     r record;
     m record;
     v_content text;
@@ -116,40 +118,56 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
         RETURN v_changed;
     END IF;
+
     IF v_runs THEN
         v_owned := ARRAY(SELECT s.generation_id FROM ember.steward_runs AS s);
-        -- Runs that read an erased row or wrote a forgotten fact, with what each must lose.
+        -- Wakes that read an erased row (only a wake started after the oldest erased row can
+        -- have), found by a hash join of what they read to what was erased rather than by
+        -- array overlap, which compares every pair; and wakes that wrote a forgotten fact.
         FOR r IN
-            SELECT s.generation_id,
-                ARRAY(SELECT i FROM unnest(s.read_message_ids) AS i WHERE i = ANY(p_erased)) AS read_erased,
-                ARRAY(SELECT f.id FROM unnest(p_retired) AS f (id)
-                      JOIN ember.facts AS x ON x.id = f.id WHERE x.run_id = s.id) AS wrote_retired
+            WITH erased AS (
+                SELECT e.id, e.content FROM unnest(p_erased, p_contents) AS e (id, content)
+            ),
+            reads AS (
+                SELECT s.id AS run_id, array_agg(x.id) AS read_erased, array_agg(e.content) AS contents
+                FROM ember.steward_runs AS s
+                CROSS JOIN LATERAL unnest(s.read_message_ids) AS x (id)
+                INNER JOIN erased AS e ON e.id = x.id
+                WHERE s.started_at >= p_rows_since
+                GROUP BY s.id
+            ),
+            writes AS (
+                SELECT x.run_id, array_agg(f.text) AS texts
+                FROM unnest(p_retired, p_texts) AS f (id, text)
+                INNER JOIN ember.facts AS x ON x.id = f.id
+                WHERE x.run_id IS NOT NULL
+                GROUP BY x.run_id
+            )
+            SELECT s.id, s.generation_id, coalesce(reads.read_erased, '{}') AS read_erased,
+                coalesce(reads.contents, '{}') || coalesce(writes.texts, '{}') AS quoted
             FROM ember.steward_runs AS s
-            WHERE s.read_message_ids && p_erased
-                OR EXISTS (SELECT 1 FROM ember.facts AS x WHERE x.id = ANY(p_retired) AND x.run_id = s.id)
+            LEFT JOIN reads ON reads.run_id = s.id
+            LEFT JOIN writes ON writes.run_id = s.id
+            WHERE reads.run_id IS NOT NULL OR writes.run_id IS NOT NULL
         LOOP
-            UPDATE ember.messages AS x
-            SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
-                blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
-            WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
-                AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
-                AND x.erased_by IS NULL;
-            v_changed := v_changed || ARRAY(
-                SELECT x.id FROM ember.messages AS x
-                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
-                    AND x.role = 'user' AND x.author = 'system' AND cardinality(r.read_erased) > 0
-            );
+            IF cardinality(r.read_erased) > 0 THEN
+                WITH changed AS (
+                    UPDATE ember.messages AS x
+                    SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
+                        blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
+                    WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                        AND x.role = 'user' AND x.author = 'system' AND x.erased_by IS NULL
+                    RETURNING x.id
+                )
+                SELECT v_changed || coalesce(array_agg(changed.id), '{}') INTO v_changed FROM changed;
+            END IF;
+            v_needles := ember.forget_needles(r.quoted);
+            CONTINUE WHEN cardinality(v_needles) = 0;
             FOR m IN
                 SELECT x.id, x.content, x.blocks FROM ember.messages AS x
                 WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id AND x.role = 'assistant'
             LOOP
-                SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(
-                    m.content, m.blocks,
-                    ember.forget_needles(
-                        ARRAY(SELECT c FROM unnest(p_erased, p_contents) AS e (id, c) WHERE e.id = ANY(r.read_erased))
-                        || ARRAY(SELECT t FROM unnest(p_retired, p_texts) AS f (id, t) WHERE f.id = ANY(r.wrote_retired))
-                    )
-                );
+                SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_needles);
                 IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
                     UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
                     v_changed := v_changed || m.id;

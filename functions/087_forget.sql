@@ -141,7 +141,7 @@ BEGIN
         AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
 
     v_steward_rows := ember.forget_steward_record(
-        v_erased, v_contents, v_retired, v_retired_texts,
+        v_erased, v_contents, v_retired, v_retired_texts, v_since,
         least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(v_retired)))
     );
 
@@ -203,7 +203,9 @@ BEGIN
             UPDATE ember.steward_runs
             SET status = 'failed', error = 'cancelled: rows it read were forgotten',
                 finished_at = greatest(p_now, started_at)
-            WHERE status = 'running' AND read_message_ids && v_erased
+            WHERE status = 'running'
+                AND EXISTS (SELECT 1 FROM unnest(read_message_ids) AS x (id)
+                            INNER JOIN unnest(v_erased) AS e (id) ON e.id = x.id)
             RETURNING id
         )
         SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') INTO v_steward_runs FROM u;

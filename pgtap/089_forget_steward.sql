@@ -21,8 +21,9 @@ BEGIN
         finished_at, worker, lease_token, lease_expires_at
     ) VALUES (
         v_gen, 'claude-haiku-4-5', p_status, p_read,
-        ARRAY(SELECT DISTINCT generation_id FROM ember.messages WHERE id = ANY(p_read)), 0, now(),
-        CASE WHEN p_status <> 'running' THEN now() END, 'w', gen_random_uuid(), now() + interval '10 minutes'
+        ARRAY(SELECT DISTINCT generation_id FROM ember.messages WHERE id = ANY(p_read)), 0, clock_timestamp(),
+        CASE WHEN p_status <> 'running' THEN clock_timestamp() END, 'w', gen_random_uuid(),
+        clock_timestamp() + interval '10 minutes'
     ) RETURNING id INTO v_run;
     RETURN v_run;
 END;
