@@ -19,6 +19,8 @@
 --     backlog pages it was given, search results, its write_fact calls): the quoted text becomes
 --     a tombstone and the rows stay, since they also record everything else the steward did.
 --     The steward's record is otherwise never forgotten directly;
+--   * main's record of a message it sent to a side chat (main_actions) holds the same text as the
+--     event row, and is emptied with it;
 --   * each touched thread's prefix and pending signals are dropped and a running shadow run is
 --     asked to stop (shadow_withdraw, as a human message does); a running steward run that read
 --     an erased row is ended as failed, so nothing it still holds can be submitted.
