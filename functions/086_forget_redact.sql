@@ -97,6 +97,17 @@ $$;
 --     the forgotten facts it wrote are replaced where they appear verbatim.
 -- Rows of steward generations no run owns (none in normal operation) are searched for every
 -- text. Returns the ids of the rows changed.
+-- Whether a steward run owns this generation (each wake opens one). Only called when the
+-- steward's tables exist.
+CREATE OR REPLACE FUNCTION ember.steward_generation_has_run(p_generation uuid)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM ember.steward_runs AS s WHERE s.generation_id = p_generation);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION ember.forget_steward_record(
     p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[],
     p_rows_since timestamptz, p_since timestamptz
@@ -107,7 +118,7 @@ AS $$
 DECLARE
     v_changed bigint[] := '{}';
     v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
-    v_owned uuid[] := '{}';
+    v_unowned uuid[];
     v_all_needles text[];
     v_needles text[];
     r record;
@@ -120,7 +131,6 @@ BEGIN
     END IF;
 
     IF v_runs THEN
-        v_owned := ARRAY(SELECT s.generation_id FROM ember.steward_runs AS s);
         -- Wakes that read an erased row (only a wake started after the oldest erased row can
         -- have), found by a hash join of what they read to what was erased rather than by
         -- array overlap, which compares every pair; and wakes that wrote a forgotten fact.
@@ -191,15 +201,19 @@ BEGIN
         END LOOP;
     END IF;
 
-    -- Steward generations no run owns: every text, every row (the texts only when such rows exist).
+    -- Steward generations no run owns (the first, and any written by hand): every text, every
+    -- row. Found among the generations, of which there is one per wake, not among the rows.
+    v_unowned := ARRAY(
+        SELECT g.id FROM ember.generations AS g
+        WHERE g.thread_id = 'memory-steward' AND (g.ended_at IS NULL OR g.ended_at >= p_since)
+            AND NOT (v_runs AND ember.steward_generation_has_run(g.id))
+    );
     IF EXISTS (SELECT 1 FROM ember.messages AS x
-               WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
-                   AND NOT x.generation_id = ANY(v_owned)) THEN
+               WHERE x.generation_id = ANY(v_unowned) AND x.created_at >= p_since AND x.erased_by IS NULL) THEN
         v_all_needles := ember.forget_needles(p_contents || p_texts);
         FOR m IN
             SELECT x.id, x.content, x.blocks FROM ember.messages AS x
-            WHERE x.thread_id = 'memory-steward' AND x.created_at >= p_since AND x.erased_by IS NULL
-                AND NOT x.generation_id = ANY(v_owned)
+            WHERE x.generation_id = ANY(v_unowned) AND x.created_at >= p_since AND x.erased_by IS NULL
         LOOP
             SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_all_needles);
             IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN

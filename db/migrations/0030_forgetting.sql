@@ -92,3 +92,9 @@ SELECT
     CASE f.status WHEN 'merged' THEN 'merged' ELSE 'retired' END AS change
 FROM ember.facts AS f
 WHERE f.status <> 'active';
+
+-- Forgetting looks up which wake owns a steward generation (its redaction of the steward's
+-- record), and which wakes started after a time. The steward's migration (or the comparison's
+-- copy of its table) creates steward_runs first.
+CREATE INDEX steward_runs_generation ON ember.steward_runs (generation_id);
+CREATE INDEX steward_runs_started_at ON ember.steward_runs (started_at);
