@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,20 @@ def test_ember_export_facts_writes_the_file(
     assert MARKER not in text
     records = read_facts(io.StringIO(text))
     assert [r["id"] for r in records] == sorted(v for k, v in ids.items() if k in FACT_KEYS)
+
+
+def test_a_thread_export_holds_tombstones_never_erased_text(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _world(db)
+    monkeypatch.setenv("DATABASE_URL", db)
+    target = tmp_path / "threads.jsonl"
+    assert cli.main(["export", "--output", str(target)]) == 0
+    text = target.read_text(encoding="utf-8")
+    assert MARKER not in text
+    messages = [json.loads(line) for line in text.splitlines()[1:]]
+    contents = [m["content"] for m in messages if m.get("type") == "message"]
+    # The forgotten row keeps its place in the thread, as a tombstone; the others are whole.
+    assert contents[0] == "[forgotten]"
+    assert contents[1:] == ["I drink tea.", "We will deploy on Fridays.", "Agreed, Fridays."]
+    assert ids["said"] < ids["tea_row"]

@@ -288,6 +288,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     from ember.transfer import export_to
 
+    if args.facts:
+        return export_facts(args.output)
     with psycopg.connect(_checked_url()) as conn:
         if args.output == "-":
             export_to(conn, sys.stdout)
@@ -348,10 +350,6 @@ def export_facts(output: str) -> int:
                 count = export_facts_to(conn, out)
             print(f"exported {count} facts to {output}", file=sys.stderr)
     return 0
-
-
-def _cmd_export(args: argparse.Namespace) -> int:
-    return export_facts(args.output)
 
 
 def _cmd_sim(argv: Sequence[str]) -> int:
@@ -434,6 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="write every thread and message as Ember JSONL")
     exp.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
+    exp.add_argument(
+        "--facts",
+        action="store_true",
+        help="write the facts instead, with evidence pointers and history (docs/export-facts.md)",
+    )
     exp.set_defaults(func=_cmd_export)
 
     explain = sub.add_parser(
@@ -442,16 +445,6 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("fact_id", type=int)
     explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
     explain.set_defaults(func=_cmd_explain)
-
-    exp = sub.add_parser("export", help="write Ember's facts as versioned JSONL")
-    exp.add_argument(
-        "--facts",
-        action="store_true",
-        required=True,
-        help="every fact with its evidence pointers and history (docs/export-facts.md)",
-    )
-    exp.add_argument("--output", "-o", default="-", help="file to write (default: stdout)")
-    exp.set_defaults(func=_cmd_export)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser
