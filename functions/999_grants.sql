@@ -115,7 +115,12 @@ BEGIN
             ('ember_worker', 'semantic_shortlist'),
             ('ember_worker', 'submit_judge_run'),
             -- ember_host: an agent's own memory search (EM027's hint sends it there).
-            ('ember_host', 'search_memory')
+            ('ember_host', 'search_memory'),
+            -- ember_host: forgetting at the user's request, and why and since when a fact is held.
+            ('ember_host', 'forget_messages'),
+            ('ember_host', 'forget_thread'),
+            ('ember_host', 'facts_as_of'),
+            ('ember_host', 'explain_fact')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')

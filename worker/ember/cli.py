@@ -320,7 +320,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from ember.explain import format_explanation
 
     try:
-        with psycopg.connect(database_url()) as conn:
+        with psycopg.connect(_checked_url()) as conn:
             row = conn.execute(queries.EXPLAIN_FACT, (args.fact_id,)).fetchone()
     except psycopg.Error as exc:
         if exc.sqlstate != "EM095":
@@ -342,7 +342,7 @@ def export_facts(output: str) -> int:
 
     from ember.export_facts import export_facts_to
 
-    with psycopg.connect(database_url()) as conn:
+    with psycopg.connect(_checked_url()) as conn:
         if output == "-":
             export_facts_to(conn, sys.stdout)
         else:
