@@ -177,3 +177,24 @@ def test_a_category_threads_pages_reach_only_a_model_tagged_for_it(
         by_model.setdefault(entry.body["model"], []).append(entry.body["messages"][0]["content"])
     assert [("physio" in text) for text in by_model["claude-haiku-4-5"]] == [True]
     assert [("physio" in text) for text in by_model[untagged]] == [False]
+
+
+def test_a_nul_character_in_the_answer_is_stored_as_data_not_a_database_error(
+    fdb: str, fail_sim: SimServer
+) -> None:
+    # JSON may carry \u0000 and a model may write it (asked to by the text it reads); PostgreSQL
+    # text and jsonb cannot hold it. The run must still end with its proposals stored.
+    mid = offer_cold(fdb, "t1", "I prefer tea.")
+    fact = {
+        "text": "Prefers\x00 tea",
+        "evidence_kind": "user-stated",
+        "evidence": [{"message_id": mid}],
+    }
+    odd = {"text": "x", "evidence_kind": "user-stated\x00", "evidence": [{"message_id": mid}]}
+    fail_sim.reset(responder=Scripted([Reply.tool_use(SHADOW_TOOL_NAME, {"facts": [fact, odd]})]))
+    run = _run_once(fdb, fail_sim)
+    assert run["status"] == "completed"
+    stored = proposals(fdb)
+    assert [p["text"] for p in stored] == ["Prefers\ufffd tea", "x"]
+    assert stored[0]["validation_error"] is None
+    assert stored[1]["validation_error"] is not None
