@@ -1,7 +1,7 @@
 -- Content is untrusted all the way through the steward: a fact's text is the steward's rewording
 -- of what a user wrote, and the steward's own tool results are Ember's answers, not the world's.
 BEGIN;
-SELECT plan(8);
+SELECT plan(12);
 
 SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
 SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
@@ -56,6 +56,20 @@ SELECT is(pg_temp.one('write_fact', jsonb_build_object(
               (SELECT generation_id FROM ember.steward_runs WHERE id = pg_temp.run()))))) ->> 'is_error',
           'true', 'nor is the steward''s own generation');
 SELECT is((SELECT count(*) FROM ember.facts), (SELECT n FROM before), 'none of them wrote a fact');
+
+-- Sealing a thread the run read: no further round may carry its rows, nothing may come of them.
+UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'plain';
+CREATE TEMP TABLE sealed AS SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), jsonb_build_object('content',
+    jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'late', 'name', 'write_fact', 'input',
+        jsonb_build_object('text', 'The user likes tea a lot.', 'evidence_kind', 'user-stated',
+            'evidence', jsonb_build_array(jsonb_build_object('message_id', pg_temp.mid('I prefer tea over coffee.'))))))),
+    '{}', 10, '2026-12-01 09:42Z') AS s;
+SELECT is((SELECT s ->> 'status' FROM sealed), 'failed',
+          'a step after a thread the run read was sealed ends the run, so the worker sends no further round');
+SELECT is((SELECT status || ': ' || error FROM ember.steward_runs WHERE id = pg_temp.run()),
+          'failed: thread-isolated: a thread this run read was sealed', 'the run says why');
+SELECT is((SELECT count(*) FROM ember.facts), (SELECT n FROM before), 'the calls of that step wrote nothing');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL), 0, 'and nothing is marked digested');
 
 SELECT * FROM finish();
 ROLLBACK;
