@@ -211,3 +211,17 @@ def test_a_text_cannot_forge_an_item_or_its_index_in_the_judge_prompt(db: str) -
         for s in samples:
             row = conn.execute("SELECT ember.render_escape(%s)", (s,)).fetchone()
             assert row is not None and line_text(s) == row[0]
+
+
+def test_a_nul_in_the_judges_answer_fails_that_group_and_the_others_go_on(
+    db: str, seeded: dict[str, int]
+) -> None:
+    # An unknown field whose name holds U+0000: the reason names the field, and PostgreSQL text
+    # cannot hold that character.
+    bad = judge_with(lambda r: {"pairs": [], "note\x00": 1})
+    good = judge_with(lambda r: {"pairs": []})
+    with SimServer(responder=Scripted([bad, good])) as sim:
+        results, conn = run(db, sim)
+    conn.close()
+    assert sorted(r.status for r in results) == ["completed", "failed"]
+    assert any("note\ufffd" in r.detail for r in results)

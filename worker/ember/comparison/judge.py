@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from ember import queries
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
+from ember.worker.calls import without_nul
 
 PROMPT = Path(__file__).resolve().parents[3] / "prompts" / "semantic_judge.md"
 SHORTLIST_K = 5
@@ -197,7 +198,8 @@ def judge_group(
         "finished_at": datetime.now(UTC).isoformat(),
         "latency_ms": int((time.monotonic() - clock) * 1000),
     }
-    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(outcome),)).fetchone()
+    # The error may quote the model's answer (a field name it invented), which may hold U+0000.
+    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(without_nul(outcome)),)).fetchone()
     stored: dict[str, Any] = row[0] if row else {}
     return GroupResult(
         group=group,
