@@ -295,6 +295,13 @@ BEGIN
         IF EXISTS (SELECT 1 FROM unnest(t.lineage) AS l WHERE ember.is_isolated(l)) THEN
             RETURN v_label || ': in an isolated thread';
         END IF;
+        -- The steward's record holds Ember's own output: the pages it was given, its calls, and
+        -- tool results such as a search_memory answer (fact texts, themselves rewordings of
+        -- what someone wrote). A status-ok result there verifies nothing in the world, so no row
+        -- or generation of that thread is evidence, whatever the kind.
+        IF EXISTS (SELECT 1 FROM unnest(t.lineage) AS l WHERE ember.is_steward_thread(l)) THEN
+            RETURN v_label || ': in the memory steward''s own record, which is not evidence';
+        END IF;
         CASE p_kind
             WHEN 'user-stated' THEN
                 IF t.message_id IS NULL OR t.role <> 'user' OR t.author <> 'human' THEN

@@ -181,6 +181,19 @@ BEGIN
     PERFORM ember.steward_add_usage(p_run, p_response -> 'usage', p_latency_ms);
     UPDATE ember.steward_runs SET rounds = rounds + 1 WHERE id = p_run RETURNING * INTO r;
 
+    -- A thread this run read was sealed while the run was out. Every later round would send its
+    -- rows again (the conversation starts with the pages), and a fact written now would come from
+    -- them: the run fails here, before any tool applies and before the worker builds another
+    -- request. Nothing is marked digested; the sealed rows are never offered again.
+    IF EXISTS (SELECT 1 FROM ember.messages AS m
+               WHERE m.id = ANY(r.read_message_ids) AND ember.is_isolated(m.thread_id)) THEN
+        PERFORM ember.steward_end_failed(p_run, 'thread-isolated: a thread this run read was sealed', p_now);
+        RETURN jsonb_build_object(
+            'run_id', p_run, 'status', 'failed', 'round', r.rounds, 'finished', false,
+            'results', '[]'::jsonb, 'reminder', NULL
+        );
+    END IF;
+
     SELECT coalesce(string_agg(x.v ->> 'text', E'\n' ORDER BY x.o), '') INTO v_text
     FROM jsonb_array_elements(p_response -> 'content') WITH ORDINALITY AS x (v, o)
     WHERE x.v ->> 'type' = 'text';

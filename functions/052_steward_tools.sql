@@ -65,25 +65,20 @@ END;
 $$;
 
 -- The steward's evidence rule, or NULL when it holds: the shared check_evidence in steward mode
--- (any thread but an isolated one; no pointer twice), then evidence_seen_error held to what this
--- run saw: a row it read, a row of its own record in this wake (a tool result it got back), or a
--- generation it read. A model cannot have seen anything else, so a pointer elsewhere is invented
--- even when the row exists. The kind rules run first so that a pointer into an isolated thread or
--- at no row at all is named as such, which tells the model more than "not seen".
+-- (any thread but an isolated one or the steward's own record; no pointer twice), then
+-- evidence_seen_error held to what this run saw: a row it read, or a generation it read. A model
+-- cannot have seen anything else, so a pointer elsewhere is invented even when the row exists.
+-- Its own record's rows (the tool results it got back) were seen too, but are no evidence: a
+-- search_memory answer only repeats fact texts, and check_evidence refuses them by name. The kind
+-- rules run first so that a pointer into an isolated thread or at no row at all is named as such,
+-- which tells the model more than "not seen".
 CREATE OR REPLACE FUNCTION ember.steward_evidence_error(p_run bigint, p_kind text, p_evidence jsonb)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(
         ember.check_evidence(NULL, p_kind, p_evidence, false),
-        ember.evidence_seen_error(
-            p_evidence,
-            r.read_message_ids || ARRAY(
-                SELECT m.id FROM ember.messages AS m
-                WHERE m.thread_id = r.thread_id AND m.generation_id = r.generation_id
-            ),
-            r.read_generations
-        )
+        ember.evidence_seen_error(p_evidence, r.read_message_ids, r.read_generations)
     )
     FROM ember.steward_runs AS r
     WHERE r.id = p_run
@@ -288,7 +283,10 @@ BEGIN
         END IF;
     END IF;
     SELECT array_agg(s.fact_id ORDER BY s.ord),
-        string_agg(format('fact %s [%s]: %s', s.fact_id, s.evidence_kind, s.text), E'\n' ORDER BY s.ord)
+        -- A fact's text is the steward's rewording of what someone wrote: escaped like a rendered
+        -- row, so a line break in it cannot start a line that passes for another fact and its id.
+        string_agg(format('fact %s [%s]: %s', s.fact_id, s.evidence_kind, ember.render_escape(s.text)),
+                   E'\n' ORDER BY s.ord)
     INTO v_ids, v_lines
     FROM ember.search_memory(
         'memory-steward', v_query,

@@ -21,7 +21,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from ember.embed import load_embedder
-from ember.sim import Reply, SimServer
+from ember.sim import Reply, Scripted, SimServer
 from ember.sim.responders import SimRequest, new_tool_use_id
 from ember.sim.steward import StewardStandIn
 from ember.tools import STEWARD_TOOLS, steward_tool_definitions
@@ -317,3 +317,25 @@ def test_an_empty_answer_fails_the_run_and_marks_nothing(db: str, steward_sim: S
     assert len(done["ctx"].calls) == 1
     (marked,) = _query(db, "SELECT count(*) FROM ember.messages WHERE episode_id IS NOT NULL")[0]
     assert marked == 0
+
+
+def test_a_nul_in_the_answer_is_stored_as_data_not_a_database_error(
+    db: str, steward_sim: SimServer
+) -> None:
+    ids = _backlog(db)
+    fact = {
+        "text": "The user prefers\x00 tea.",
+        "evidence_kind": "user-stated",
+        "evidence": [{"message_id": ids["tea"]}],
+    }
+    steward_sim.reset(
+        responder=Scripted(
+            [
+                Reply.tool_use("write_fact", fact, text="Noted\x00."),
+                Reply.tool_use("finish", {"through_message_id": ids["calls"]}),
+            ]
+        )
+    )
+    asyncio.run(_wake(db, steward_sim.base_url))
+    assert _query(db, "SELECT status, error FROM ember.steward_runs") == [("completed", None)]
+    assert _query(db, "SELECT text FROM ember.facts") == [("The user prefers\ufffd tea.",)]

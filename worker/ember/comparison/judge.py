@@ -9,6 +9,7 @@ model of the tool, and hands it to `ember.submit_judge_run`, which stores it or 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 
 from ember import queries
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
+from ember.worker.calls import without_nul
 
 PROMPT = Path(__file__).resolve().parents[3] / "prompts" / "semantic_judge.md"
 SHORTLIST_K = 5
@@ -98,13 +100,29 @@ def load_groups(
     return [groups[k] for k in sorted(groups)]
 
 
+# What ember.render_escape (functions/035_render.sql) writes as \uXXXX: every control or separator
+# character some reader might break a line at, but tab, line feed and carriage return.
+_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def line_text(text: str) -> str:
+    """`text` on one line, escaped exactly as ember.render_escape escapes a rendered row.
+
+    Proposal and fact texts are written by models from what users and tools wrote: unescaped, a
+    line break in one could start a line that passes for another item and its index.
+    """
+    out = text.replace("\\", "\\\\").replace("\r\n", "\\n").replace("\n", "\\n")
+    out = out.replace("\r", "\\r")
+    return _BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+
+
 def build_request(group: Group) -> dict[str, Any]:
     """The Messages API request for one group: indexes and texts only, no ids of any kind."""
     assert group.model is not None
     lines = ["Proposals:"]
-    lines += [f"P{i}: {p.text}" for i, p in enumerate(group.proposals)]
+    lines += [f"P{i}: {line_text(p.text)}" for i, p in enumerate(group.proposals)]
     lines += ["", "Facts:"]
-    lines += [f"F{i}: {f.text}" for i, f in enumerate(group.facts)]
+    lines += [f"F{i}: {line_text(f.text)}" for i, f in enumerate(group.facts)]
     return {
         "model": group.model,
         "max_tokens": MAX_TOKENS,
@@ -180,7 +198,8 @@ def judge_group(
         "finished_at": datetime.now(UTC).isoformat(),
         "latency_ms": int((time.monotonic() - clock) * 1000),
     }
-    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(outcome),)).fetchone()
+    # The error may quote the model's answer (a field name it invented), which may hold U+0000.
+    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(without_nul(outcome)),)).fetchone()
     stored: dict[str, Any] = row[0] if row else {}
     return GroupResult(
         group=group,

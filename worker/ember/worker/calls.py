@@ -112,7 +112,25 @@ async def post_message(
     )
     if not isinstance(response, dict):
         raise CallError("the endpoint answered with something other than a JSON object")
-    return response
+    clean: dict[str, Any] = without_nul(response)
+    return clean
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with every U+0000 in its strings and keys replaced by U+FFFD.
+
+    JSON may carry \\u0000 and a model may write one (the text it reads can ask it to), but
+    PostgreSQL's text and jsonb cannot hold it: left in, one character of a model's answer would
+    turn the submit into a raw database error and the run into a lapsed lease. Replacing it where
+    the answer enters the worker keeps whatever the model said storable, and visibly altered.
+    """
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nul(v) for v in value]
+    return value
 
 
 async def create_message(client: AsyncAnthropic, request: dict[str, Any]) -> dict[str, Any]:
