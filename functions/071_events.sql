@@ -115,7 +115,10 @@ CREATE OR REPLACE FUNCTION ember.progress_report_text(p_thread text, p_report te
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
-    SELECT format('Progress report from "%s"%s: %s', t.id, coalesce(' (' || t.title || ')', ''), p_report)
+    -- The title is the chat's own text: quoted as a JSON string, so a quote, parenthesis or line
+    -- break in it cannot make the report look like it came from another chat. Thread ids are
+    -- already restricted to a safe character set (EM018).
+    SELECT format('Progress report from "%s"%s: %s', t.id, coalesce(' (' || to_json(t.title)::text || ')', ''), p_report)
     FROM ember.threads AS t WHERE t.id = p_thread
 $$;
 

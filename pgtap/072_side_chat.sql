@@ -126,7 +126,7 @@ SELECT ok((SELECT char_length(s #>> '{tool_calls,11,result}') <= 200 FROM scene)
 SELECT is((SELECT s -> 'written_paths' FROM scene),
           '["src/f2.py", "src/f1.py", "src/f10.py", "src/f9.py", "src/f8.py", "src/f7.py", "src/f6.py", "src/f5.py", "src/f4.py", "src/f3.py"]'::jsonb,
           'paths written by file tools, each once, most recent first; a failed or unanswered write is not one');
-SELECT is((SELECT s #>> '{progress,text}' FROM scene), 'Progress report from "build" (Build): compiled; running tests',
+SELECT is((SELECT s #>> '{progress,text}' FROM scene), 'Progress report from "build" ("Build"): compiled; running tests',
           'the latest progress report');
 SELECT is((SELECT (s ->> 'pending_from_main')::int FROM scene), 1, 'main''s message the chat has not taken in yet');
 UPDATE ember.settings SET value = '3' WHERE key = 'inspect_paths';
