@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ember.sim import SimServer
-from ember.sim.responders import parse_rows, propose_facts
+from ember.sim.responders import Reply, judge_answer, parse_rows, propose_facts, steward_answer
 from simfixtures import (
     STANDARD,
 )
@@ -183,3 +183,107 @@ def test_it_cites_only_rows_present_in_the_request_with_the_matching_kind(
         else:
             assert fact["evidence_kind"] == "tool-verified"
             assert any(h.startswith("tool_result") and h.endswith("[ok]") for h in matching)
+
+
+# --- Chinese cues, accepted proposals, the steward's rounds and the judge ------------------
+
+
+def test_chinese_statements_count_and_chinese_questions_do_not() -> None:
+    rows = parse_rows(
+        "m:1 user(human): 以后这类事别打扰我。\n"
+        "m:2 user(human): 一季度的预算够吗?\n"
+        "m:3 user(human): 我只读纸质书,不要给我推荐电子书。\n"
+        "m:4 user(human): 我们决定下周上线。今天天气不错。"
+    )
+    facts = propose_facts(rows)
+    assert [(f["text"], f["evidence"]) for f in facts] == [
+        ("User instruction: 以后这类事别打扰我。", [{"message_id": 1}]),
+        ("User preference: 我只读纸质书,不要给我推荐电子书。", [{"message_id": 3}]),
+        ("User decision: 我们决定下周上线。", [{"message_id": 4}]),
+    ]
+
+
+def test_a_short_yes_accepts_the_proposal_right_before_it_and_nothing_else() -> None:
+    rows = parse_rows(
+        "m:10 user(human): Should we stop in Porto on the way?\n"
+        "m:11 assistant(agent): I suggest taking the 07:40 train instead.\n"
+        "m:12 user(human): yes, do that\n"
+        "m:13 assistant(agent): [tool call book_train {}]\n"
+        "m:14 user(human): ok\n"
+        "# Budget · thread budget · generation g · started 2026-11-30 10:00 UTC\n"
+        "m:20 user(human): 好,就这么办。"
+    )
+    facts = propose_facts(rows)
+    assert facts == [
+        {
+            "text": "User accepted: I suggest taking the 07:40 train instead.",
+            "evidence_kind": "user-accepted",
+            "evidence": [{"message_id": 11}, {"message_id": 12}],
+        }
+    ]
+
+
+def test_messaging_tool_results_are_no_facts() -> None:
+    rows = parse_rows(
+        "m:1 tool_result report_progress [ok]: Reported to main (event 3).\n"
+        "m:2 tool_result shell [ok]: namespace/deploy-prod created"
+    )
+    assert [f["text"] for f in propose_facts(rows)] == [
+        "Tool shell succeeded: namespace/deploy-prod created"
+    ]
+    assert [f["text"] for f in propose_facts(rows, voice="steward")] == [
+        "Verified by shell: namespace/deploy-prod created"
+    ]
+
+
+def _calls(reply: Reply) -> list[tuple[str, dict[str, Any]]]:
+    return [(b["name"], b["input"]) for b in reply.content if b["type"] == "tool_use"]
+
+
+def test_the_steward_searches_then_writes_what_is_new_then_finishes() -> None:
+    backlog = {
+        "role": "user",
+        "content": "m:5 user(human): Always cite sources.\nm:6 user(human): I prefer tea.",
+    }
+    first = _calls(steward_answer({"messages": [backlog]}))
+    assert first == [
+        ("search_memory", {"query": "User instruction: Always cite sources."}),
+        ("search_memory", {"query": "User preference: I prefer tea."}),
+    ]
+    found = "[1] User instruction: Always cite sources. (user-stated)"
+    second = _calls(
+        steward_answer(
+            {"messages": [backlog, {"role": "assistant", "content": []},
+                          {"role": "user", "content": [{"type": "tool_result", "content": found}]}]}
+        )
+    )  # fmt: skip
+    assert second == [
+        (
+            "write_fact",
+            {
+                "text": "User preference: I prefer tea.",
+                "evidence_kind": "user-stated",
+                "evidence": [{"message_id": 6}],
+            },
+        )
+    ]
+    third = _calls(
+        steward_answer({"messages": [backlog, *[{"role": "assistant", "content": []}] * 2]})
+    )
+    assert third == [("finish", {"through_message_id": 6})]
+
+
+def test_the_judge_pairs_texts_that_say_much_the_same() -> None:
+    lines = (
+        "Proposals:\nP0: Tool shell succeeded: namespace/deploy-prod created\n"
+        "P1: User instruction: 部署要用独立的工作区\n\n"
+        "Facts:\nF0: Verified by shell: namespace/deploy-prod created\n"
+        "F1: User instruction: 部署要用独立的工作区,别混用\nF2: The user likes tea"
+    )
+    reply = judge_answer({"messages": [{"role": "user", "content": lines}]})
+    assert _calls(reply) == [
+        (
+            "semantic_judge_pairs",
+            {"pairs": [{"proposal": 0, "fact": 0}, {"proposal": 1, "fact": 1}]},
+        )
+    ]

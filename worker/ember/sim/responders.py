@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import itertools
 import re
 import threading
 import uuid
@@ -246,6 +247,9 @@ class Row:
     tool_name: str | None
     status: str | None
     text: str
+    # True when a page or thread header came between this row and the previous one: rows on
+    # either side may belong to different threads, so nothing pairs across it.
+    boundary: bool = False
 
 
 def _split_row(line: str) -> tuple[int, str, str] | None:
@@ -296,12 +300,15 @@ def parse_rows(text: str) -> list[Row]:
     parsed in time linear in its length, and only its first MAX_LINE_CHARS characters.
     """
     rows: list[Row] = []
+    boundary = False
     for whole in text.splitlines():
         line = whole[:MAX_LINE_CHARS]
         row = _split_row(line)
         head = _split_head(row[1]) if row else None
         if row is None or head is None:
-            if rows:
+            if _is_header(line):
+                boundary = True
+            elif rows:
                 rows[-1].text += "\n" + line
             continue
         message_id, _, content = row
@@ -316,9 +323,17 @@ def parse_rows(text: str) -> list[Row]:
                 tool_name=tool[0] if tool else None,
                 status=status["status"].lower() if status else None,
                 text=content.strip(),
+                boundary=boundary,
             )
         )
+        boundary = False
     return rows
+
+
+def _is_header(line: str) -> bool:
+    """A page header (``# title · thread id · generation ...``) or a steward page's thread line."""
+    stripped = line.lstrip()
+    return stripped.startswith("# ") or stripped.startswith('thread "')
 
 
 CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -353,44 +368,204 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
-SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# The same three kinds in Chinese, tried when no English cue matched. Chinese writes no spaces,
+# so these look for the words themselves: "我只…", "我们决定…", "以后…别…", "…要用…".
+CJK_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "preference",
+        re.compile(
+            r"我(?:们)?(?:只|更|最|很|真的)?(?:喜欢|偏好|习惯|不喜欢|讨厌|想要|不想|只读|只用|只吃)"
+        ),
+    ),
+    ("decision", re.compile(r"(?:我|我们)(?:已经)?(?:决定|选定|定了|选择了)")),
+    (
+        "instruction",
+        re.compile(r"^(?:以后|今后|从现在起|往后)|(?:务必|一定要|千万别|不要|别|要用|必须)"),
+    ),
+)
+SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。!?;;])|\n+")
+QUESTION_END = re.compile(r"[??]$|[吗呢]\W*$")
+# A short human reply that explicitly accepts what the agent just proposed.
+ACCEPTANCE = re.compile(
+    r"^\W*(?:yes|yep|yeah|ok|okay|sure|agreed|sounds good|go ahead|please do|do that|do it|"
+    r"let's do (?:that|it))\b"
+    r"|^\W*(?:好|行|可以|同意|没问题|就这么办|照办)",
+    re.IGNORECASE,
+)
+MAX_ACCEPTANCE_CHARS = 40
+# Tools whose results only acknowledge a message to another thread: they show nothing about the
+# world, so a successful one is no fact.
+MESSAGING_TOOLS = frozenset({"report_progress", "side_chat_message"})
 MAX_FACTS = 20
 MAX_FACT_CHARS = 300
+
+# How each writer phrases what it keeps. The shadow reader and the steward stand-in read the
+# same rows with the same rules but word some facts differently, as two models would: the
+# comparison then has exact matches, matches by shared evidence only, and pairs only a
+# semantic judge can see.
+VOICES: dict[str, dict[str, str]] = {
+    "shadow": {
+        "stated": "User {kind}: {text}",
+        "tool": "Tool {tool} succeeded: {text}",
+        "accepted": "User accepted: {text}",
+    },
+    "steward": {
+        "stated": "User {kind}: {text}",
+        "tool": "Verified by {tool}: {text}",
+        "accepted": "Agreed with the user: {text}",
+    },
+}
 
 
 def _statements(text: str) -> Iterator[tuple[str, str]]:
     for raw in SENTENCE.split(text):
         sentence = " ".join(raw.split())
-        if not sentence or sentence.endswith("?"):
+        if not sentence or QUESTION_END.search(sentence):
             continue  # a question states nothing
-        for kind, cue in CUES:
+        for kind, cue in (*CUES, *CJK_CUES):
             if cue.search(sentence):
                 yield kind, sentence[:MAX_FACT_CHARS]
                 break
 
 
-def propose_facts(rows: Iterable[Row]) -> list[dict[str, Any]]:
-    """Candidate facts with evidence, citing only the rows they come from."""
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:MAX_FACT_CHARS]
+
+
+def _is_conclusion(row: Row) -> bool:
+    """An assistant row that says something (not only a tool call) and asks nothing."""
+    text = row.text.strip()
+    return row.role == "assistant" and bool(text) and not text.startswith("[tool call")
+
+
+def propose_facts(rows: Iterable[Row], voice: str = "shadow") -> list[dict[str, Any]]:
+    """Candidate facts with evidence, citing only the rows they come from.
+
+    - ``user-stated``: a human row's sentence that reads as a preference, decision or standing
+      instruction (a question never counts);
+    - ``user-accepted``: a short human reply that accepts the agent's proposal, cited with the
+      assistant row right before it (nothing in between may answer something else);
+    - ``tool-verified``: a successful tool result.
+    """
+    phrasing = VOICES[voice]
     facts: list[dict[str, Any]] = []
     seen: set[str] = set()
 
-    def add(text: str, kind: str, message_id: int) -> None:
+    def add(text: str, kind: str, evidence: list[dict[str, Any]]) -> None:
         if text not in seen and len(facts) < MAX_FACTS:
             seen.add(text)
-            facts.append(
-                {"text": text, "evidence_kind": kind, "evidence": [{"message_id": message_id}]}
-            )
+            facts.append({"text": text, "evidence_kind": kind, "evidence": evidence})
 
+    last_assistant: Row | None = None
     for row in rows:
+        if row.boundary:
+            last_assistant = None
         if row.role == "user" and row.author == "human":
+            reply = row.text.strip()
+            if (
+                last_assistant is not None
+                and _is_conclusion(last_assistant)
+                and len(reply) <= MAX_ACCEPTANCE_CHARS
+                and ACCEPTANCE.search(reply)
+            ):
+                text = phrasing["accepted"].format(text=_one_line(last_assistant.text))
+                pointers = [
+                    {"message_id": last_assistant.message_id},
+                    {"message_id": row.message_id},
+                ]
+                add(text, "user-accepted", pointers)
+                continue
             for kind, sentence in _statements(row.text):
-                add(f"User {kind}: {sentence}", "user-stated", row.message_id)
+                text = phrasing["stated"].format(kind=kind, text=sentence)
+                add(text, "user-stated", [{"message_id": row.message_id}])
         elif row.role == "tool_result" and row.status == "ok":
-            first = " ".join(row.text.split())[:MAX_FACT_CHARS]
+            if row.tool_name in MESSAGING_TOOLS:
+                continue
+            first = _one_line(row.text)
             if first:
-                text = f"Tool {row.tool_name or 'call'} succeeded: {first}"
-                add(text, "tool-verified", row.message_id)
+                text = phrasing["tool"].format(tool=row.tool_name or "call", text=first)
+                add(text, "tool-verified", [{"message_id": row.message_id}])
+        elif row.role == "assistant":
+            last_assistant = row
     return facts
+
+
+# --- the steward's tools and the semantic judge's tool ---------------------------------
+
+STEWARD_TOOLS = ("write_fact", "search_memory", "finish")
+JUDGE_TOOL = "semantic_judge_pairs"
+JUDGE_LINE = re.compile(r"^(?P<side>[PF])(?P<index>\d+):\s*(?P<text>.*)$")
+JUDGE_THRESHOLD = 0.5
+LABEL_PREFIX = re.compile(r"^[^:]{1,40}:\s+")
+
+
+def _message_text(content: Any) -> str:
+    return "\n".join(_block_texts(content))
+
+
+def steward_answer(body: Mapping[str, Any]) -> Reply:
+    """One round of the memory steward, the way a careful steward works through its tools.
+
+    Round 1 searches memory for each candidate fact of the backlog rows (the first message);
+    round 2 writes the candidates whose text the searches did not find; the round after that
+    (or round 2 when there is nothing to write) finishes through the last row shown.
+    """
+    messages = list(body.get("messages") or [])
+    rows = parse_rows(_message_text(messages[0]["content"])) if messages else []
+    if not rows:
+        return Reply.text("There is no backlog row to digest in this request.")
+    candidates = propose_facts(rows, voice="steward")
+    rounds = sum(1 for m in messages if m.get("role") == "assistant")
+    last = max(row.message_id for row in rows)
+    finish = Reply.tool_use("finish", {"through_message_id": last})
+    if rounds == 0 and candidates:
+        calls = [
+            {"type": "tool_use", "id": new_tool_use_id(), "name": "search_memory",
+             "input": {"query": fact["text"]}}
+            for fact in candidates
+        ]  # fmt: skip
+        return Reply(calls, stop_reason="tool_use")
+    if rounds == 1 and candidates:
+        found = _message_text(messages[-1]["content"]) if messages[-1].get("role") == "user" else ""
+        fresh = [fact for fact in candidates if fact["text"] not in found]
+        if fresh:
+            calls = [
+                {"type": "tool_use", "id": new_tool_use_id(), "name": "write_fact", "input": fact}
+                for fact in fresh
+            ]
+            return Reply(calls, stop_reason="tool_use")
+    return finish
+
+
+def _judge_tokens(text: str) -> set[str]:
+    """Words (lower case) and, for Chinese, character pairs: what two phrasings share."""
+    body = LABEL_PREFIX.sub("", text.strip(), count=1)
+    tokens = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", body) if len(w) > 1}
+    cjk = re.findall(r"[\u4e00-\u9fff]", body)
+    tokens |= {a + b for a, b in itertools.pairwise(cjk)}
+    return tokens
+
+
+def judge_answer(body: Mapping[str, Any]) -> Reply:
+    """The semantic judge's call: pair each P line with each F line that says much the same.
+
+    Not understanding, only overlap: after dropping a leading label ("User preference:",
+    "Verified by shell:"), two texts pair when their words (and Chinese character pairs)
+    overlap by at least half (Jaccard).
+    """
+    lines = _message_text((body.get("messages") or [{}])[-1].get("content")).splitlines()
+    sides: dict[str, dict[int, set[str]]] = {"P": {}, "F": {}}
+    for line in lines:
+        match = JUDGE_LINE.match(line.strip())
+        if match:
+            sides[match["side"]][int(match["index"])] = _judge_tokens(match["text"])
+    pairs = []
+    for p, ptoks in sorted(sides["P"].items()):
+        for f, ftoks in sorted(sides["F"].items()):
+            union = ptoks | ftoks
+            if union and len(ptoks & ftoks) / len(union) >= JUDGE_THRESHOLD:
+                pairs.append({"proposal": p, "fact": f})
+    return Reply.tool_use(JUDGE_TOOL, {"pairs": pairs})
 
 
 class Heuristic:
@@ -398,8 +573,11 @@ class Heuristic:
 
     It reads the ``m:<id>`` rows in the request, proposes facts from human
     statements that read as preferences, decisions or standing instructions
-    (``user-stated``) and from successful tool results (``tool-verified``), and
-    answers with a ``tool_use`` of the tool the request offers.
+    (``user-stated``), from short replies accepting the agent's proposal
+    (``user-accepted``) and from successful tool results (``tool-verified``), and
+    answers with a ``tool_use`` of the tool the request offers. A request offering
+    the steward's tools gets the steward's rounds (search, write, finish); one
+    offering the semantic judge's tool gets pairs by word overlap.
     """
 
     name = "heuristic"
@@ -410,6 +588,11 @@ class Heuristic:
         return await anyio.to_thread.run_sync(self.answer, request)
 
     def answer(self, request: SimRequest) -> Outcome:
+        names = set(request.tool_names)
+        if SHADOW_TOOL not in names and set(STEWARD_TOOLS) <= names:
+            return steward_answer(request.body)
+        if SHADOW_TOOL not in names and JUDGE_TOOL in names:
+            return judge_answer(request.body)
         rows = [row for text in request.texts() for row in parse_rows(text)]
         facts = propose_facts(rows)
         tool = choose_tool(request.body)
