@@ -9,7 +9,7 @@ EMBER := $(BIN)/ember
 TEST_DB ?= ember_test
 STAMP := $(VENV)/.installed
 
-.PHONY: setup db migrate test pgtap pytest lint bench clean
+.PHONY: setup db migrate demo test pgtap pytest lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ db: $(STAMP)
 ## migrate: apply new migrations, then re-apply functions/ (against $$DATABASE_URL if set)
 migrate: $(STAMP)
 	@$(EMBER) migrate
+
+## demo: Ember's whole job on the sample corpus, offline; prints the report's path last
+demo: $(STAMP)
+	@$(EMBER) demo
 
 ## test: a fresh test database, then pg_prove over pgtap/ and pytest over tests/
 test: setup

@@ -352,6 +352,16 @@ def export_facts(output: str) -> int:
     return 0
 
 
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ember.demo.run import run
+
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("ember demo: stopped", file=sys.stderr)
+        return 130
+
+
 def _cmd_sim(argv: Sequence[str]) -> int:
     from ember.sim.server import main as sim_main
 
@@ -445,6 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("fact_id", type=int)
     explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
     explain.set_defaults(func=_cmd_explain)
+
+    from ember.demo.run import build_parser as add_demo_parser
+
+    add_demo_parser(sub).set_defaults(func=_cmd_demo)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
     return parser

@@ -174,3 +174,77 @@ EXPORT_FACT_RECORDS: LiteralString = "SELECT record FROM ember.export_fact_recor
 FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%s, %s)"
 
 FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%s, %s)"
+
+# --- demo (issue 16) ---
+# `ember demo` plays its corpus through the host API with the injected clock's time (the last
+# parameter of each call), then watches the worker through read-only counts.
+
+DEMO_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s, %s)"
+DEMO_ENSURE_STEWARD: LiteralString = "SELECT ember.ensure_steward_thread(%s)"
+DEMO_START_GENERATION: LiteralString = "SELECT ember.start_generation(%s, %s)"
+DEMO_APPEND_MESSAGE: LiteralString = (
+    "SELECT ember.append_message(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+DEMO_NOTE_PREFIX: LiteralString = "SELECT ember.note_prefix(%s, %s, %s, %s, %s)"
+DEMO_TURN_STARTED: LiteralString = "SELECT ember.turn_started(%s, %s)"
+DEMO_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, true, %s)"
+DEMO_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s, %s)"
+DEMO_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s, %s)"
+DEMO_THREAD_ENDED: LiteralString = "SELECT ember.set_thread_status(%s, 'ended', %s)"
+DEMO_REPORT_PROGRESS: LiteralString = "SELECT ember.report_progress(%s, %s, %s, %s)"
+DEMO_MAIN_EVENTS: LiteralString = "SELECT content FROM ember.deliverable_events('main', false, %s)"
+DEMO_TICK_AT: LiteralString = "SELECT ember.tick(%s)"
+DEMO_TICK: LiteralString = "SELECT ember.tick()"
+DEMO_DEFINE_CATEGORY: LiteralString = "SELECT ember.define_category(%s, %s)"
+DEMO_ACTIVATE_SHADOW: LiteralString = "SELECT ember.shadow_activate(%s)"
+# The operator's step: a model may read a category once it is tagged for it.
+DEMO_TAG_MODEL: LiteralString = """
+UPDATE ember.models SET tags = array_append(tags, %(category)s)
+WHERE id = %(model)s AND NOT (%(category)s = ANY (tags))
+"""
+DEMO_TAGGED_MODELS: LiteralString = "SELECT id FROM ember.models WHERE %s = ANY (tags)"
+DEMO_WAITING: LiteralString = (
+    "SELECT thread_id, waiting_for FROM ember.shadow_ready() WHERE model IS NULL"
+)
+DEMO_RUN_IN_STATUS: LiteralString = (
+    "SELECT count(*) > 0 FROM ember.shadow_runs WHERE thread_id = %s AND status = %s"
+)
+DEMO_COUNTS: LiteralString = """
+SELECT
+    (SELECT count(*) FROM ember.shadow_runs WHERE path = 'hot'),
+    (SELECT count(*) FROM ember.shadow_runs WHERE path = 'cold'),
+    (SELECT count(*) FROM ember.shadow_runs WHERE status = 'cancelled'),
+    (SELECT count(*) FROM ember.shadow_runs WHERE status = 'running')
+    + (SELECT count(*) FROM ember.steward_runs WHERE status = 'running'),
+    (SELECT count(*) FROM ember.steward_runs),
+    (SELECT count(*) FROM ember.facts WHERE status = 'active'),
+    (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NULL),
+    (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NOT NULL)
+"""
+# No work left: nothing running, nothing ready (a thread waiting for a tagged model is not ready),
+# no generation the steward may read, no idle thread tick has not offered yet.
+DEMO_PENDING: LiteralString = """
+SELECT
+    (SELECT count(*) FROM ember.shadow_runs WHERE status = 'running')
+    + (SELECT count(*) FROM ember.steward_runs WHERE status = 'running'),
+    (SELECT count(*) FROM ember.shadow_ready() WHERE model IS NOT NULL),
+    (SELECT count(*) FROM ember.steward_backlog_generations() WHERE ready AND covered),
+    (SELECT count(*) FROM ember.shadow_tick_candidates())
+"""
+DEMO_RUNS_BY_PATH: LiteralString = (
+    "SELECT path || ' ' || status, count(*) FROM ember.shadow_runs GROUP BY 1"
+)
+DEMO_HOT_RUNS: LiteralString = """
+SELECT thread_id, cache_read_tokens, started_at FROM ember.shadow_runs
+WHERE path = 'hot' AND status = 'completed' ORDER BY id
+"""
+DEMO_FIGURES: LiteralString = """
+SELECT
+    (SELECT count(*) FROM ember.facts WHERE status = 'active'),
+    (SELECT count(DISTINCT e.fact_id) FROM ember.fact_evidence AS e
+     INNER JOIN ember.facts AS f ON e.fact_id = f.id WHERE f.status = 'active'),
+    (SELECT count(*) FROM ember.steward_runs WHERE status = 'completed'),
+    (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NULL),
+    (SELECT count(*) FROM ember.shadow_proposals AS p
+     INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled')
+"""
