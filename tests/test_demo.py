@@ -226,3 +226,17 @@ def test_a_taken_port_moves_the_simulator_and_says_so(tmp_path: Path) -> None:
             assert note is not None and str(port) in note and str(sim.port) in note
         finally:
             sim.stop()
+
+
+def test_the_corpus_is_an_import_file(db: str) -> None:
+    """`ember import` takes the corpus whole (once its category exists), and nothing is rejected."""
+    from ember.transfer import run_import
+
+    corpus = load_corpus()
+    with psycopg.connect(db) as conn:
+        conn.execute("SELECT ember.define_category(%s)", (corpus.category.name,))
+        conn.commit()
+        result = run_import(conn, corpus.directory / "demo.jsonl", partial=False, progress=False)
+    assert result.rejected == []
+    assert result.written
+    assert (result.threads, result.messages) == (len(corpus.threads), len(corpus.messages))
