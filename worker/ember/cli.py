@@ -217,7 +217,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     url = _checked_url()
     if args.semantic:
         return _compare_semantic(url, since, until, dry_run=args.dry_run)
-    return _compare_report(url, since, until, as_json=args.json, html_file=args.html)
+    if args.rows < 0:
+        print("ember compare: --rows must be 0 or more", file=sys.stderr)
+        return 2
+    return _compare_report(
+        url, since, until, as_json=args.json, html_file=args.html, rows=args.rows
+    )
 
 
 def _compare_semantic(url: str, since: Any, until: Any, *, dry_run: bool) -> int:
@@ -233,7 +238,7 @@ def _compare_semantic(url: str, since: Any, until: Any, *, dry_run: bool) -> int
 
 
 def _compare_report(
-    url: str, since: Any, until: Any, *, as_json: bool, html_file: str | None
+    url: str, since: Any, until: Any, *, as_json: bool, html_file: str | None, rows: int
 ) -> int:
     from pathlib import Path
 
@@ -243,7 +248,7 @@ def _compare_report(
     from ember.comparison.report import collect, print_tables, read_only, to_json
 
     with read_only(url) as conn:
-        report = collect(conn, since, until)
+        report = collect(conn, since, until, rows_per_section=rows)
     if html_file:
         Path(html_file).write_text(html.render(report), encoding="utf-8")
     if as_json:
@@ -321,11 +326,29 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     try:
         with psycopg.connect(_checked_url()) as conn:
-            row = conn.execute(queries.EXPLAIN_FACT, (args.fact_id,)).fetchone()
+            may = conn.execute(queries.CAN_EXPLAIN).fetchone()
+            host, analyst = bool(may and may[0]), bool(may and may[1])
+            # The host's explain when this role may run it (it shows every row whole); the
+            # analyst's, bounded and without isolated rows, for a proposal, on --analyst, or for
+            # a role like ember_analyst that may run nothing else.
+            if args.proposal:
+                statement = queries.EXPLAIN_PROPOSAL_ANALYST
+            elif host and not args.analyst:
+                statement = queries.EXPLAIN_FACT
+            else:
+                statement = queries.EXPLAIN_FACT_ANALYST
+            if statement is not queries.EXPLAIN_FACT and not analyst:
+                print(
+                    "ember explain: this role may not read the comparison's explain "
+                    "(grant it ember_analyst)",
+                    file=sys.stderr,
+                )
+                return 1
+            row = conn.execute(statement, (args.id,)).fetchone()
     except psycopg.Error as exc:
-        if exc.sqlstate != "EM095":
+        if exc.sqlstate not in ("EM095", "EM074"):
             raise
-        # No such fact: the message names it.
+        # No such fact or proposal, or one of an isolated thread: the message names it.
         print(f"ember explain: {exc.diag.message_primary}", file=sys.stderr)
         return 1
     doc: dict[str, Any] = row[0] if row else {}
@@ -425,6 +448,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--until", help="window end (exclusive), same formats; default now")
     cmp.add_argument("--json", action="store_true", help="the report as JSON")
     cmp.add_argument("--html", metavar="FILE", help="write the report as one self-contained page")
+    cmp.add_argument(
+        "--rows",
+        type=int,
+        default=200,
+        metavar="N",
+        help="rows per drill-down section in --html and --json (default 200)",
+    )
     cmp.add_argument("--semantic", action="store_true", help="judge semantic pairs with a model")
     cmp.add_argument("--dry-run", action="store_true", help="with --semantic: print, call nothing")
     cmp.set_defaults(func=_cmd_compare)
@@ -450,10 +480,22 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(func=_cmd_export)
 
     explain = sub.add_parser(
-        "explain", help="why Ember believes a fact: evidence, run, merges, history"
+        "explain",
+        help="why Ember believes a fact (or why shadow proposed something): evidence, run, "
+        "merges, history, and how it fares in the comparison",
     )
-    explain.add_argument("fact_id", type=int)
-    explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
+    explain.add_argument(
+        "id", type=int, metavar="ID", help="a fact id, or with --proposal a proposal id"
+    )
+    explain.add_argument(
+        "--proposal", action="store_true", help="ID is a shadow proposal (the analyst's explain)"
+    )
+    explain.add_argument(
+        "--analyst",
+        action="store_true",
+        help="the analyst's explain of a fact even when this role may run the host's",
+    )
+    explain.add_argument("--json", action="store_true", help="print the explain JSON as is")
     explain.set_defaults(func=_cmd_explain)
 
     from ember.demo.run import build_parser as add_demo_parser
