@@ -129,21 +129,27 @@ RETURNS TABLE (
 )
 LANGUAGE sql STABLE
 AS $$
+    -- The window is applied to the facts before their pointers are grouped, so a day of
+    -- comparison_daily groups that day's pointers, not all of them.
+    WITH f AS MATERIALIZED (
+        SELECT f.id, f.text, f.text_key, f.categories, f.created_at
+        FROM ember.facts AS f
+        WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
+    )
     SELECT f.id, t.thread_id, f.text, f.text_key, f.categories, f.created_at, t.excluded_reason
     FROM (
         SELECT fp.fact_id, fp.thread_id,
                CASE WHEN bool_and(fp.unread_reason IS NOT NULL)
                     THEN (array_agg(fp.unread_reason ORDER BY fp.ordinal))[1] END AS excluded_reason
         FROM ember.comparison_fact_pointers AS fp
-        WHERE fp.thread_id IS NOT NULL
+        WHERE fp.thread_id IS NOT NULL AND fp.fact_id IN (SELECT f.id FROM f)
         GROUP BY fp.fact_id, fp.thread_id
     ) AS t
-    JOIN ember.facts AS f ON f.id = t.fact_id
-    WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
-      AND f.id NOT IN (
-          SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
-          WHERE x.thread_id IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-      )
+    JOIN f ON f.id = t.fact_id
+    WHERE f.id NOT IN (
+        SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
+        WHERE x.thread_id IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
+    )
 $$;
 
 -- The facts shadow's coverage is measured against: comparison_all_facts less what shadow could

@@ -54,13 +54,15 @@ AS $$
 DECLARE
     v_facts bigint;
     v_excluded bigint;
+    v_first timestamptz;
+    v_last timestamptz;
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     -- A fact shadow reads in one thread it cites is not excluded for another it also cites.
-    SELECT count(*) FILTER (WHERE x.in_scope), count(*) FILTER (WHERE NOT x.in_scope)
-    INTO v_facts, v_excluded
+    SELECT count(*) FILTER (WHERE x.in_scope), count(*) FILTER (WHERE NOT x.in_scope), min(x.at), max(x.at)
+    INTO v_facts, v_excluded, v_first, v_last
     FROM (
-        SELECT a.fact_id, bool_or(a.excluded_reason IS NULL) AS in_scope
+        SELECT a.fact_id, bool_or(a.excluded_reason IS NULL) AS in_scope, min(a.created_at) AS at
         FROM ember.comparison_all_facts(p_since, p_until) AS a
         GROUP BY a.fact_id
     ) AS x;
@@ -125,7 +127,7 @@ BEGIN
         FROM (
             SELECT prop.created_at AS at FROM prop
             UNION ALL
-            SELECT a.created_at FROM ember.comparison_all_facts(p_since, p_until) AS a
+            SELECT unnest(ARRAY[v_first, v_last])
             UNION ALL
             SELECT runs.started_at FROM runs
             UNION ALL
@@ -219,115 +221,3 @@ SELECT * FROM ember.comparison_daily(NULL, NULL);
 COMMENT ON VIEW ember.comparison_daily IS
 'comparison_summary per UTC day (proposals, facts and the three coverages, still separate), from the first to
 the last day with a proposal or fact. Windowed: ember.comparison_daily(since, until).';
-
--- The summary's counts per thread, for finding where the pipelines disagree.
-SELECT ember.comparison_drop_if_changed('ember.comparison_by_thread(timestamptz, timestamptz)', 'shadow_usd numeric');
-
-CREATE OR REPLACE FUNCTION ember.comparison_by_thread(
-    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
-)
-RETURNS TABLE (
-    thread_id text,
-    proposals bigint,
-    rejected_proposals bigint,
-    facts bigint,
-    exact_covered_facts bigint,
-    evidence_neighbour_facts bigint,
-    semantic_covered_facts bigint,
-    excluded_facts bigint,
-    steward_only_facts bigint,
-    shadow_only_proposals bigint,
-    hot_proposals bigint,
-    cold_proposals bigint,
-    semantic_judged_facts bigint,
-    shadow_runs bigint,
-    shadow_usd numeric
-)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, ember, pg_temp
-SET work_mem = '64MB'
-AS $$
-BEGIN
-    PERFORM ember.comparison_check_window(p_since, p_until);
-    RETURN QUERY
-    WITH prop AS (
-        SELECT p.thread_id, count(*) AS n, count(*) FILTER (WHERE p.validation_error IS NOT NULL) AS rejected,
-               count(*) FILTER (WHERE r.path = 'hot') AS hot, count(*) FILTER (WHERE r.path = 'cold') AS cold
-        FROM ember.shadow_proposals AS p
-        JOIN ember.shadow_runs AS r ON r.id = p.run_id
-        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-          AND ember.comparison_in_window(p.created_at, p_since, p_until)
-        GROUP BY p.thread_id
-    ),
-    matches AS MATERIALIZED (SELECT * FROM ember.comparison_matches(p_since, p_until)),
-    all_facts AS MATERIALIZED (SELECT a.fact_id, a.thread_id, a.excluded_reason FROM ember.comparison_all_facts(p_since, p_until) AS a),
-    judged AS (SELECT j.item_id FROM ember.comparison_judged_items() AS j WHERE j.side = 'fact'),
-    fct AS (
-        SELECT a.thread_id,
-               count(DISTINCT a.fact_id) FILTER (WHERE a.excluded_reason IS NULL) AS n,
-               count(DISTINCT a.fact_id) FILTER (WHERE a.excluded_reason IS NOT NULL) AS excluded,
-               count(DISTINCT a.fact_id) FILTER (
-                   WHERE a.excluded_reason IS NULL
-                     AND a.fact_id NOT IN (SELECT x.fact_id FROM matches AS x WHERE x.thread_id = a.thread_id)
-                     AND a.fact_id NOT IN (SELECT x.fact_id FROM matches AS x WHERE x.kind = 'semantic')
-               ) AS steward_only,
-               count(DISTINCT a.fact_id) FILTER (
-                   WHERE a.excluded_reason IS NULL AND a.fact_id IN (SELECT judged.item_id FROM judged)
-               ) AS judged
-        FROM all_facts AS a GROUP BY a.thread_id
-    ),
-    -- Exact and evidence pairs are of one thread; a judged pair counts for each thread its fact
-    -- cites, as the fact's own coverage does.
-    covered AS (
-        SELECT x.kind, a.thread_id, x.fact_id
-        FROM matches AS x
-        JOIN all_facts AS a ON a.fact_id = x.fact_id AND a.excluded_reason IS NULL
-            AND (x.kind = 'semantic' OR a.thread_id = x.thread_id)
-    ),
-    cov AS (
-        SELECT c.thread_id,
-               count(DISTINCT c.fact_id) FILTER (WHERE c.kind = 'exact') AS ex,
-               count(DISTINCT c.fact_id) FILTER (WHERE c.kind = 'evidence') AS ev,
-               count(DISTINCT c.fact_id) FILTER (WHERE c.kind = 'semantic') AS se
-        FROM covered AS c GROUP BY c.thread_id
-    ),
-    solo AS (
-        SELECT p.thread_id, count(*) AS n
-        FROM ember.comparison_proposals(p_since, p_until) AS p
-        WHERE p.proposal_id NOT IN (SELECT x.proposal_id FROM matches AS x)
-        GROUP BY p.thread_id
-    ),
-    runs AS (
-        SELECT r.thread_id, count(*) AS n,
-               CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END AS usd
-        FROM ember.comparison_runs AS r
-        WHERE r.path IN ('hot', 'cold') AND ember.comparison_in_window(r.started_at, p_since, p_until)
-        GROUP BY r.thread_id
-    )
-    SELECT t.thread_id, coalesce(prop.n, 0), coalesce(prop.rejected, 0), coalesce(fct.n, 0),
-           coalesce(cov.ex, 0), coalesce(cov.ev, 0), coalesce(cov.se, 0),
-           coalesce(fct.excluded, 0), coalesce(fct.steward_only, 0), coalesce(solo.n, 0),
-           coalesce(prop.hot, 0), coalesce(prop.cold, 0), coalesce(fct.judged, 0),
-           coalesce(runs.n, 0), CASE WHEN runs.n IS NULL THEN 0 ELSE runs.usd END
-    FROM (SELECT prop.thread_id FROM prop UNION SELECT fct.thread_id FROM fct) AS t
-    LEFT JOIN prop ON prop.thread_id = t.thread_id
-    LEFT JOIN fct ON fct.thread_id = t.thread_id
-    LEFT JOIN cov ON cov.thread_id = t.thread_id
-    LEFT JOIN solo ON solo.thread_id = t.thread_id
-    LEFT JOIN runs ON runs.thread_id = t.thread_id
-    ORDER BY t.thread_id;
-END;
-$$;
-
-CREATE OR REPLACE VIEW ember.comparison_by_thread AS
-SELECT * FROM ember.comparison_by_thread(NULL, NULL);
-
-COMMENT ON VIEW ember.comparison_by_thread IS
-'comparison_summary''s counts per thread: proposals (rejected ones too; hot_proposals and cold_proposals by
-path), facts shadow could have read and the facts covered exactly, by an evidence neighbour and by a judged
-pair, in separate columns; a fact is counted in every thread it cites. excluded_facts: facts citing the
-thread whose rows there shadow never reads (all of main''s, for one). steward_only_facts and
-shadow_only_proposals: in no pair of any kind. semantic_judged_facts: facts a judge was shown. shadow_runs
-and shadow_usd: the thread''s shadow runs and their list-price USD (NULL when one lacks a price). The rows
-behind each count: comparison_items WHERE thread_id = .... Windowed: ember.comparison_by_thread(since,
-until). No isolated thread.';

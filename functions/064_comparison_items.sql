@@ -150,6 +150,11 @@ BEGIN
     RETURN QUERY
     WITH rows AS (
         SELECT * FROM ember.comparison_item_rows(p_since, p_until)
+    ),
+    fact_pointer_counts AS (
+        SELECT fp.fact_id, fp.thread_id, count(*) AS n
+        FROM ember.comparison_fact_pointers AS fp
+        GROUP BY fp.fact_id, fp.thread_id
     )
     SELECT x.item, x.item_id, x.thread_id,
            CASE x.item WHEN 'fact' THEN 'steward' ELSE 'shadow' END,
@@ -176,12 +181,11 @@ BEGIN
            x.excluded_reason,
            p.validation_error,
            ember.rejection_reason_class(p.validation_error),
-           CASE WHEN x.item = 'fact'
-                THEN (SELECT count(*)::integer FROM ember.comparison_fact_pointers AS fp
-                      WHERE fp.fact_id = x.item_id AND fp.thread_id = x.thread_id)
+           CASE WHEN x.item = 'fact' THEN fc.n::integer
                 WHEN jsonb_typeof(p.evidence) = 'array' THEN jsonb_array_length(p.evidence)
                 ELSE 0 END
     FROM rows AS x
+    LEFT JOIN fact_pointer_counts AS fc ON x.item = 'fact' AND fc.fact_id = x.item_id AND fc.thread_id = x.thread_id
     LEFT JOIN ember.facts AS f ON x.item = 'fact' AND f.id = x.item_id
     LEFT JOIN ember.steward_runs AS sr ON sr.id = f.run_id
     LEFT JOIN ember.shadow_proposals AS p ON x.item = 'proposal' AND p.id = x.item_id

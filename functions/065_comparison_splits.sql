@@ -1,7 +1,10 @@
--- Comparison, continued: hot against cold, side by side with the steward (issue 24; seed 000
--- sections 3 and 9). The question the comparison exists to answer is what each path buys: the hot
--- path reads a warm prefix with the thread's own model and pays output at that model's price, the
--- cold path reads rendered pages with a light model. So every measure is split by path.
+-- Comparison, continued: the summary split by path and by thread, counted from the item rows of
+-- 064_comparison_items.sql, so every count here is rows an analyst can list there.
+--
+-- Hot against cold, side by side with the steward (issue 24; seed 000 sections 3 and 9): the
+-- question the comparison exists to answer is what each path buys. The hot path reads a warm
+-- prefix with the thread's own model and pays output at that model's price, the cold path reads
+-- rendered pages with a light model. So every measure is split by path.
 
 CREATE OR REPLACE FUNCTION ember.comparison_by_path(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
@@ -146,6 +149,93 @@ steward wrote, per valid proposal for a shadow path), usd_per_1000_messages (all
 digested rows), and p50, p95 (rounded) and max latency in milliseconds of finished runs. Windowed by
 creation and run start: ember.comparison_by_path(since, until). The rows: comparison_items (path) and
 comparison_run_list. No isolated thread.';
+
+-- The summary's counts per thread, for finding where the pipelines disagree.
+SELECT ember.comparison_drop_if_changed('ember.comparison_by_thread(timestamptz, timestamptz)', 'shadow_usd numeric');
+
+CREATE OR REPLACE FUNCTION ember.comparison_by_thread(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    thread_id text,
+    proposals bigint,
+    rejected_proposals bigint,
+    facts bigint,
+    exact_covered_facts bigint,
+    evidence_neighbour_facts bigint,
+    semantic_covered_facts bigint,
+    excluded_facts bigint,
+    steward_only_facts bigint,
+    shadow_only_proposals bigint,
+    hot_proposals bigint,
+    cold_proposals bigint,
+    semantic_judged_facts bigint,
+    shadow_runs bigint,
+    shadow_usd numeric
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    -- Counted from comparison_item_rows, the rows comparison_items shows, so each count is the
+    -- rows an analyst gets with WHERE thread_id = ... there.
+    WITH items AS MATERIALIZED (
+        SELECT * FROM ember.comparison_item_rows(p_since, p_until)
+    ),
+    counts AS (
+        SELECT i.thread_id,
+               count(*) FILTER (WHERE i.item = 'proposal') AS proposals,
+               count(*) FILTER (WHERE i.item = 'proposal' AND i.rejected) AS rejected,
+               count(*) FILTER (WHERE i.item = 'proposal' AND i.path = 'hot') AS hot,
+               count(*) FILTER (WHERE i.item = 'proposal' AND i.path = 'cold') AS cold,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.excluded_reason IS NULL) AS facts,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.excluded_reason IS NOT NULL) AS excluded,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.exact_ids <> '{}') AS ex,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.evidence_ids <> '{}') AS ev,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.semantic_ids <> '{}') AS se,
+               count(*) FILTER (
+                   WHERE i.item = 'fact' AND i.excluded_reason IS NULL
+                     AND i.exact_ids = '{}' AND i.evidence_ids = '{}' AND i.semantic_ids = '{}'
+               ) AS steward_only,
+               count(*) FILTER (
+                   WHERE i.item = 'proposal' AND NOT i.rejected
+                     AND i.exact_ids = '{}' AND i.evidence_ids = '{}' AND i.semantic_ids = '{}'
+               ) AS shadow_only,
+               count(*) FILTER (WHERE i.item = 'fact' AND i.excluded_reason IS NULL AND i.judged) AS judged
+        FROM items AS i
+        GROUP BY i.thread_id
+    ),
+    runs AS (
+        SELECT r.thread_id, count(*) AS n,
+               CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END AS usd
+        FROM ember.comparison_runs AS r
+        WHERE r.path IN ('hot', 'cold') AND ember.comparison_in_window(r.started_at, p_since, p_until)
+        GROUP BY r.thread_id
+    )
+    SELECT c.thread_id, c.proposals, c.rejected, c.facts, c.ex, c.ev, c.se, c.excluded,
+           c.steward_only, c.shadow_only, c.hot, c.cold, c.judged,
+           coalesce(runs.n, 0), CASE WHEN runs.n IS NULL THEN 0 ELSE runs.usd END
+    FROM counts AS c
+    LEFT JOIN runs ON runs.thread_id = c.thread_id
+    ORDER BY c.thread_id;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_by_thread AS
+SELECT * FROM ember.comparison_by_thread(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_by_thread IS
+'comparison_summary''s counts per thread: proposals (rejected ones too; hot_proposals and cold_proposals by
+path), facts shadow could have read and the facts covered exactly, by an evidence neighbour and by a judged
+pair, in separate columns; a fact is counted in every thread it cites. excluded_facts: facts citing the
+thread whose rows there shadow never reads (all of main''s, for one). steward_only_facts and
+shadow_only_proposals: in no pair of any kind. semantic_judged_facts: facts a judge was shown. shadow_runs
+and shadow_usd: the thread''s shadow runs and their list-price USD (NULL when one lacks a price). The rows
+behind each count: comparison_items WHERE thread_id = .... Windowed: ember.comparison_by_thread(since,
+until). No isolated thread.';
 
 -- The report's frame: which database, when it was asked, the window as asked. The window in
 -- absolute time is comparison_summary's first_at and last_at.
