@@ -13,7 +13,7 @@ import pytest
 
 import comparedata as data
 from browser import Chromium, read_png
-from ember.cli import main
+from ember.cli import EXIT_NOT_FOUND, EXIT_REFUSED, main
 from ember.comparison.report import parse_when, read_only
 from ember.devsetup import chromium_path
 
@@ -218,8 +218,8 @@ def test_explain_as_the_owner_is_the_hosts_unless_asked(
     assert main(["explain", "--proposal", str(seeded["p_deploy"])]) == 0
     assert "comparison: evidence" in capsys.readouterr().out
     # The sealed thread's fact and proposal: refused by name for the analyst.
-    assert main(["explain", "--analyst", str(seeded["f_secret"])]) == 1
+    assert main(["explain", "--analyst", str(seeded["f_secret"])]) == EXIT_REFUSED
     assert "not shown to the analyst" in capsys.readouterr().err
-    assert main(["explain", "--proposal", str(seeded["p_secret"])]) == 1
-    assert main(["explain", "--proposal", "987654"]) == 1
+    assert main(["explain", "--proposal", str(seeded["p_secret"])]) == EXIT_REFUSED
+    assert main(["explain", "--proposal", "987654"]) == EXIT_NOT_FOUND
     assert "no such proposal: 987654" in capsys.readouterr().err

@@ -18,10 +18,10 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from rich.console import Console
 from rich.table import Table
 
 from ember import queries
+from ember.tables import Printer
 
 Row = dict[str, Any]
 
@@ -490,7 +490,7 @@ def frame_line(report: Report) -> str:
 # --- terminal ---
 
 
-def print_tables(report: Report, console: Console) -> None:
+def print_tables(report: Report, console: Printer) -> None:
     console.print(frame_line(report))
     summary = Table(title=f"Comparison summary, {window_label(report.since, report.until)}")
     summary.add_column("measure")
