@@ -124,6 +124,11 @@ BEGIN
             -- ember_analyst: the comparison's windowed functions (the views of the same names call
             -- them) and the analyst's explain, which renders evidence bounded and never an isolated
             -- thread's row (088_explain_analyst.sql). Not explain_fact: that is the host's, unbounded.
+            -- Every role: which migrations and functions the database runs, for the start-up
+            -- check each command makes (names and digests only).
+            ('ember_host', 'schema_state'),
+            ('ember_worker', 'schema_state'),
+            ('ember_analyst', 'schema_state'),
             ('ember_analyst', 'comparison_exact'),
             ('ember_analyst', 'comparison_evidence'),
             ('ember_analyst', 'comparison_semantic'),

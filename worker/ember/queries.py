@@ -166,8 +166,12 @@ EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"
 # creates nothing.
 MIGRATIONS_TABLE_EXISTS: LiteralString = (
     "SELECT to_regclass('ember.schema_migrations') IS NOT NULL, "
-    "to_regclass('ember.schema_functions') IS NOT NULL"
+    "to_regclass('ember.schema_functions') IS NOT NULL, "
+    "to_regprocedure('ember.schema_state()') IS NOT NULL"
 )
+
+# The same through functions/005_schema_state.sql, for roles that may read no table.
+SCHEMA_STATE: LiteralString = "SELECT kind, name, sha256 FROM ember.schema_state()"
 
 APPLIED_FUNCTIONS: LiteralString = "SELECT sha256 FROM ember.schema_functions"
 
