@@ -17,7 +17,7 @@ ALTER COLUMN price_cache_write_1h DROP NOT NULL,
 ALTER COLUMN price_cache_read DROP NOT NULL,
 ADD COLUMN observed_min_cacheable_tokens integer CHECK (observed_min_cacheable_tokens > 0),
 ADD COLUMN preserved_thinking boolean NOT NULL DEFAULT FALSE,
-ADD COLUMN reads_thinking_from text [] NOT NULL DEFAULT '{}',
+ADD COLUMN reads_thinking_from text[] NOT NULL DEFAULT '{}',
 ADD COLUMN source text;
 
 COMMENT ON COLUMN ember.models.min_cacheable_tokens IS
@@ -72,7 +72,8 @@ UPDATE ember.models SET
     source = 'https://platform.claude.com/docs/en/about-claude/pricing; '
     || 'https://platform.claude.com/docs/en/build-with-claude/prompt-caching';
 
-UPDATE ember.models SET observed_min_cacheable_tokens = 2048 WHERE id = 'claude-sonnet-4-6';
+UPDATE ember.models SET observed_min_cacheable_tokens = 2048
+WHERE id = 'claude-sonnet-4-6';
 
 INSERT INTO ember.models (
     id, position, tier, min_cacheable_tokens, cache_ttl, thinking_retention, price_as_of,

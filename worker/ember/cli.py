@@ -305,6 +305,12 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     return run_worker(args)
 
 
+def _cmd_models(args: argparse.Namespace) -> int:
+    from ember.models_cli import run
+
+    return run(args, _checked_url())
+
+
 def _cmd_testdb(args: argparse.Namespace) -> int:
     url = _checked_url()
     check_test_database(url, args.name)
@@ -455,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("fact_id", type=int)
     explain.add_argument("--json", action="store_true", help="print explain_fact()'s JSON as is")
     explain.set_defaults(func=_cmd_explain)
+
+    models = sub.add_parser("models", help="the model registry: list it, or load a file of models")
+    models.add_argument("action", choices=["list", "load"])
+    models.add_argument("file", nargs="?", help="with load: the registry file (docs/models.md)")
+    models.add_argument("--json", action="store_true", help="with list: the rows as JSON")
+    models.set_defaults(func=_cmd_models)
 
     from ember.demo.run import build_parser as add_demo_parser
 

@@ -248,3 +248,16 @@ SELECT
     (SELECT count(*) FROM ember.shadow_proposals AS p
      INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled')
 """
+
+# --- the model registry (functions/049_model_registry.sql) ---
+
+LOAD_MODELS: LiteralString = "SELECT ember.load_models(%s::jsonb)"
+
+LIST_MODELS: LiteralString = """
+SELECT model, tier, cache_ttl::text, min_cacheable_tokens, observed_min_cacheable_tokens,
+       hot_min_tokens, thinking_retention, preserved_thinking, price_as_of::text,
+       price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
+       length_tiers, source
+FROM ember.model_registry
+ORDER BY position
+"""

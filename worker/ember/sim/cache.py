@@ -349,23 +349,26 @@ class CacheStore:
                         break
         read_from = max(hits.values(), key=lambda p: p.index, default=None)
         after = -1 if read_from is None else read_from.index
+        # The API caches nothing below the larger of the documented and observed minimums; a
+        # model for which neither is known caches nothing here (the simulator cannot say).
+        minimum = info.cache_minimum
         written = [
             bp
             for bp in prompt.breakpoints
-            if bp.index > after and bp.cumulative >= info.min_cacheable_tokens
+            if bp.index > after and minimum is not None and bp.cumulative >= minimum
         ]
         a = 0 if read_from is None else read_from.cumulative
         b = max((bp.cumulative for bp in written if bp.ttl == "1h"), default=a)
         c = max((bp.cumulative for bp in written), default=a)
         usage = usage_dict(read=a, write_5m=c - b, write_1h=b - a, uncached=prompt.total_tokens - c)
-        minimum = info.min_cacheable_tokens
-        margin = minimum * NEAR_MINIMUM_MARGIN
-        # Where users report another minimum, everything between the two is uncertain.
-        low = min(minimum, info.reported_min_cacheable_tokens or minimum) - margin
-        high = max(minimum, info.reported_min_cacheable_tokens or minimum) + margin
+        known = [m for m in (info.min_cacheable_tokens, info.observed_min_cacheable_tokens) if m]
+        # Where the documented and the observed minimum differ, everything between is uncertain.
+        margin = (minimum or 0) * NEAR_MINIMUM_MARGIN
+        low = min(known, default=0) - margin
+        high = max(known, default=0) + margin
 
         def near(tokens: int) -> bool:
-            return low <= tokens <= high
+            return bool(known) and low <= tokens <= high
 
         detail = {
             "positions": len(prompt.positions),
@@ -380,7 +383,7 @@ class CacheStore:
                     "prefix_tokens": bp.cumulative,
                     "hit": hits[bp.where].where if bp.where in hits else None,
                     "written": bp in written,
-                    "below_minimum": bp.cumulative < minimum,
+                    "below_minimum": minimum is None or bp.cumulative < minimum,
                     "near_minimum": near(bp.cumulative),
                 }
                 for bp in prompt.breakpoints
