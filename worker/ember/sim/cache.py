@@ -93,6 +93,9 @@ def _content_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
 def _thinking_settings(body: dict[str, Any]) -> dict[str, Any]:
     """Thinking mode, budget and effort, with an explicit default equal to leaving it out."""
     thinking = body.get("thinking") or {"type": "disabled"}
+    if isinstance(thinking, dict) and "block_binding" in thinking:
+        # What happens to a failing thinking block is a control, not something the model sees.
+        thinking = {k: v for k, v in thinking.items() if k != "block_binding"}
     output_config = body.get("output_config")
     effort = output_config.get("effort") if isinstance(output_config, dict) else None
     return {"thinking": thinking, "effort": effort or DEFAULT_EFFORT}
