@@ -257,34 +257,3 @@ SELECT
     ember.model_price_tiers_json(m.id) AS length_tiers,
     m.source
 FROM ember.models AS m;
-
--- Cache diagnostics --------------------------------------------------------------------------
-
--- Shadow runs whose cache read missed, with the reason the API (or the simulator) gave in the
--- response's diagnostics.cache_miss_reason, or why the run went cold. Isolated threads left out.
-CREATE OR REPLACE VIEW ember.shadow_cache_misses AS
-SELECT
-    r.id AS run_id,
-    r.thread_id,
-    r.path,
-    r.model,
-    r.status,
-    r.started_at,
-    r.cache_read_tokens,
-    r.cache_write_5m_tokens + r.cache_write_1h_tokens AS cache_write_tokens,
-    r.cache_diagnostics #>> '{cache_miss_reason,type}' AS miss_reason,
-    (r.cache_diagnostics #>> '{cache_miss_reason,cache_missed_input_tokens}')::bigint AS missed_tokens,
-    r.path_reason
-FROM ember.shadow_runs AS r
-WHERE NOT ember.is_isolated(r.thread_id)
-    AND (
-        r.cache_diagnostics -> 'cache_miss_reason' IS NOT NULL
-        AND jsonb_typeof(r.cache_diagnostics -> 'cache_miss_reason') = 'object'
-        OR r.path_reason IS NOT NULL
-        OR (r.path = 'hot' AND r.status = 'completed' AND r.cache_read_tokens = 0)
-    );
-
-COMMENT ON VIEW ember.shadow_cache_misses IS
-'Shadow runs whose prompt cache was not read: miss_reason is the API''s diagnostics.cache_miss_reason.type
-(model_changed, system_changed, tools_changed, messages_changed, previous_message_not_found, unavailable)
-when it gave one, missed_tokens its estimate; path_reason says why a run went cold.';

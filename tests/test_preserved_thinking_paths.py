@@ -74,7 +74,9 @@ def hot_db(db: str, psim: SimServer) -> str:
     return db
 
 
-def _record_turn(url: str, sim: SimServer, model: str, system: str = SYSTEM) -> int:
+def _record_turn(
+    url: str, sim: SimServer, model: str, system: str = SYSTEM, *, thinking: bool = True
+) -> int:
     """One host turn on t1 with thinking on, recorded as the thread's prefix; the human row."""
     with host_on(url) as host:
         said = "From now on I prefer answers in metric units. " + words("ctx", 200)
@@ -89,7 +91,7 @@ def _record_turn(url: str, sim: SimServer, model: str, system: str = SYSTEM) -> 
             max_tokens=4096,
             system=[{"type": "text", "text": system, "cache_control": CC}],
             tools=turn_tools([]),  # type: ignore[arg-type]
-            thinking={"type": "adaptive"},
+            thinking={"type": "adaptive"} if thinking else {"type": "disabled"},
             messages=[
                 {"role": "user", "content": [{"type": "text", "text": said, "cache_control": CC}]}
             ],
@@ -97,7 +99,7 @@ def _record_turn(url: str, sim: SimServer, model: str, system: str = SYSTEM) -> 
             extra_body={"diagnostics": {"previous_message_id": None}},
         )
         blocks = [b.model_dump(mode="json") for b in message.content]
-        assert blocks[0]["type"] == "thinking", blocks
+        assert (blocks[0]["type"] == "thinking") is thinking, blocks
         host.append_message("t1", "assistant", "Noted.", blocks=blocks)
         assert host.note_prefix("t1", capture.take())
         host.waiting_for_user("t1")
@@ -274,3 +276,40 @@ def test_the_cold_path_the_steward_and_the_judge_never_send_thinking_blocks(db: 
 
             run_semantic(conn, None, None, dry_run=False, client_factory=client)
             assert sim.requests and _thinking_sent(sim) == []
+
+
+def test_the_report_shows_why_runs_missed_the_cache(
+    hot_db: str,
+    psim: SimServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ember.cli import main
+
+    # A model without preserved thinking: a changed system prompt is only a cache miss, which
+    # the diagnostics the worker asked for explain.
+    mid = _record_turn(hot_db, psim, "claude-opus-4-8", thinking=False)
+    with psycopg.connect(hot_db, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE ember.shadow_prefixes SET request = replace(request, 'careful assistant',"
+            " 'careful  assistant') WHERE thread_id = 't1'"
+        )
+    _shadow(hot_db, psim, mid)
+    (run,) = runs(hot_db)
+    assert (run["status"], run["cache_read_tokens"]) == ("completed", 0)
+    (diagnostics,) = _run_row(hot_db, "cache_diagnostics")
+    assert diagnostics["cache_miss_reason"]["type"] == "system_changed"
+    # A cold run says why it was not hot.
+    with host_on(hot_db) as host:
+        host.create_thread("t2", "side")
+    offer_cold(hot_db, "t2", "I prefer tea over coffee.")
+    _shadow(hot_db, psim, mid, path="cold")
+
+    monkeypatch.setenv("DATABASE_URL", hot_db)
+    assert main(["compare", "--json"]) == 0
+    misses = json.loads(capsys.readouterr().out)["cache_misses"]
+    by_reason = {(m["path"], m["reason"]): m for m in misses}
+    hot = by_reason[("hot", "system_changed")]
+    assert (hot["model"], hot["source"], hot["runs"]) == ("claude-opus-4-8", "diagnostics", 1)
+    assert hot["missed_tokens"] > 0
+    assert by_reason[("cold", "no prefix is recorded for the thread")]["source"] == "hot_path_rule"

@@ -261,3 +261,5 @@ SELECT model, tier, cache_ttl::text, min_cacheable_tokens, observed_min_cacheabl
 FROM ember.model_registry
 ORDER BY position
 """
+
+COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
