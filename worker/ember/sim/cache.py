@@ -387,6 +387,9 @@ class CacheStore:
                     "hit": hits[bp.where].where if bp.where in hits else None,
                     "written": bp in written,
                     "below_minimum": minimum is None or bp.cumulative < minimum,
+                    # An entry was written here but its TTL passed: a miss the API's
+                    # diagnostics do not name (they compare request structure only).
+                    "expired": bp.where not in hits and self._expired(bp.key, now),
                     "near_minimum": near(bp.cumulative),
                 }
                 for bp in prompt.breakpoints
@@ -424,6 +427,11 @@ class CacheStore:
                 entry.ttl = max(entry.ttl, w.ttl)
                 entry.expires_at = max(entry.expires_at, expires)
                 entry.visible_at = min(entry.visible_at, response_started_at)
+
+    def _expired(self, key: str, now: float) -> bool:
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry is not None and entry.expires_at <= now
 
     def _purge(self, now: float) -> None:
         # Entries long past their expiry can never be read or refreshed again.
