@@ -264,3 +264,9 @@ ORDER BY position
 """
 
 COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
+
+# Which life of the server a connection talks to: the postmaster's start changes on a restart,
+# the shared statistics' reset time on a crash recovery (which discards them).
+SERVER_GENERATION: LiteralString = """
+SELECT pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_archiver)
+"""

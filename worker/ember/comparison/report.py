@@ -239,7 +239,7 @@ def cache_miss_rows(report: Report) -> list[list[str]]:
     ]
 
 
-def print_cache_misses(report: Report, console: Console) -> None:
+def print_cache_misses(report: Report, console: Printer) -> None:
     misses = Table(title="Cache misses (the API's diagnostics, or why a run went cold)")
     for col in CACHE_MISS_COLUMNS:
         misses.add_column(col, justify="right" if col in ("runs", "missed tokens") else "left")
