@@ -250,6 +250,21 @@ SELECT
     (SELECT count(*) FROM ember.facts WHERE status = 'active' AND embedding IS NOT NULL)
 """
 
+# --- the model registry (functions/049_model_registry.sql) ---
+
+LOAD_MODELS: LiteralString = "SELECT ember.load_models(%s::jsonb)"
+
+LIST_MODELS: LiteralString = """
+SELECT model, tier, cache_ttl::text, min_cacheable_tokens, observed_min_cacheable_tokens,
+       hot_min_tokens, thinking_retention, preserved_thinking, price_as_of::text,
+       price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
+       length_tiers, source
+FROM ember.model_registry
+ORDER BY position
+"""
+
+COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
+
 # Which life of the server a connection talks to: the postmaster's start changes on a restart,
 # the shared statistics' reset time on a crash recovery (which discards them).
 SERVER_GENERATION: LiteralString = """

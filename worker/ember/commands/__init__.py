@@ -17,6 +17,7 @@ MODULES = (
     "compare",
     "transfer",
     "explain",
+    "models",
     "demo",
     "devtools",
 )
