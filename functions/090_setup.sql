@@ -100,3 +100,21 @@ BEGIN
     RETURN NEXT;
 END;
 $$;
+
+-- Tag a model for a category: the operator's decision that this model may read it (invariant 9).
+-- Returns true when the tag is new. The model's tags are held to their rules by the trigger
+-- models_tags_known (functions/021_routing.sql): the category must exist.
+CREATE OR REPLACE FUNCTION ember.tag_model(p_model text, p_category text)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.models WHERE id = p_model) THEN
+        RAISE EXCEPTION 'unknown model "%"', p_model
+            USING ERRCODE = 'EM009', HINT = 'see SELECT id, tier, tags FROM ember.models';
+    END IF;
+    UPDATE ember.models SET tags = tags || p_category
+    WHERE id = p_model AND NOT (p_category = ANY(tags));
+    RETURN FOUND;
+END;
+$$;

@@ -461,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(sub).set_defaults(func=_cmd_demo)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
+    from ember.commands import register
+
+    register(sub, common)  # init, status, settings, forget, search
     return parser
 
 

@@ -1,0 +1,42 @@
+"""`ember init`: the one-time set-up for operators, through ember.setup() (Host.setup for hosts)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ember import queries
+from ember.commands._db import connect
+
+
+def _pairs(values: list[str], what: str, *, required: bool) -> list[tuple[str, str | None]]:
+    from ember.cli import EXIT_USAGE, CliError
+
+    pairs: list[tuple[str, str | None]] = []
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not name.strip() or (required and not (sep and rest.strip())):
+            shape = "MODEL=CATEGORY" if required else "NAME[=DESCRIPTION]"
+            raise CliError(EXIT_USAGE, f"{what} {value!r}: expected {shape}")
+        pairs.append((name.strip(), rest.strip() if sep else None))
+    return pairs
+
+
+def run(args: argparse.Namespace) -> int:
+    categories = dict(_pairs(args.category, "--category", required=False))
+    tags = _pairs(args.tag, "--tag", required=True)
+    with connect() as conn, conn.transaction():
+        rows = conn.execute(
+            queries.HOST_SETUP,
+            (json.dumps(categories), args.main, args.main_model, not args.no_shadow),
+        ).fetchall()
+        for _step, changed, detail in rows:
+            print(f"{'done' if changed else 'ok  '}  {detail}")
+        for model, category in tags:
+            row = conn.execute(queries.TAG_MODEL, (model, category)).fetchone()
+            added = bool(row and row[0])
+            print(
+                f"{'done' if added else 'ok  '}  model {model} "
+                f"{'tagged' if added else 'already tagged'} for {category}"
+            )
+    return 0
