@@ -233,9 +233,10 @@ BEGIN
             s.last_claim
         FROM (
             SELECT
-                split_part(a.application_name, ':', 2) AS name,
+                -- ember-worker:NAME:PURPOSE (worker/ember/worker/loop.py); NAME may hold colons.
+                substring(a.application_name FROM '^ember-worker:(.*):[^:]*$') AS name,
                 count(*)::integer AS connections,
-                string_agg(DISTINCT split_part(a.application_name, ':', 3), ', ') AS purposes,
+                string_agg(DISTINCT substring(a.application_name FROM ':([^:]*)$'), ', ') AS purposes,
                 bool_or(EXISTS (
                     SELECT 1 FROM pg_catalog.pg_locks AS l
                     WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
@@ -266,9 +267,9 @@ BEGIN
     SELECT 'shadow', 'notice', 'hot-cache-shortfall', count(*)::integer,
         (array_agg(sf.thread_id ORDER BY sf.finished_at DESC))[1],
         min(sf.finished_at), NULL,
-        format('%s hot runs read %s%% or less of the old prefix from the cache (threshold %s%%): %s',
-            count(*), round(max(sf.share) * 100), round(ember.setting('hot_cache_min_read_share')::numeric * 100),
-            ember.hot_cache_cause_text(sf.cause))
+        format('%s hot runs read %s%% to %s%% of the old prefix from the cache, below %s%%: %s',
+            count(*), round(min(sf.share) * 100), round(max(sf.share) * 100),
+            round(ember.setting('hot_cache_min_read_share')::numeric * 100), ember.hot_cache_cause_text(sf.cause))
     FROM shortfalls AS sf
     GROUP BY sf.cause
     UNION ALL

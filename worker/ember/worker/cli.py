@@ -101,6 +101,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="seconds calls in flight may finish after SIGTERM before release (default 30)",
     )
     p.add_argument(
+        "--idle-report-after",
+        type=_positive_float,
+        default=float(_env("IDLE_REPORT_AFTER", "60")),
+        help="seconds without a claim before the worker logs why work waits (default 60)",
+    )
+    p.add_argument(
         "--metrics-port",
         type=int,
         default=int(_env("METRICS_PORT", "0")) or None,
@@ -152,6 +158,7 @@ def run_worker(args: argparse.Namespace) -> int:
             grace=args.grace,
             metrics_port=args.metrics_port,
             metrics_host=args.metrics_host,
+            idle_report_after=args.idle_report_after,
         )
         config.check()
     except ConfigError as exc:
