@@ -264,5 +264,12 @@ SELECT
     (SELECT count(*) FROM ember.steward_runs WHERE status = 'completed'),
     (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NULL),
     (SELECT count(*) FROM ember.shadow_proposals AS p
-     INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled')
+     INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled'),
+    (SELECT count(*) FROM ember.facts WHERE status = 'active' AND embedding IS NOT NULL)
+"""
+
+# Which life of the server a connection talks to: the postmaster's start changes on a restart,
+# the shared statistics' reset time on a crash recovery (which discards them).
+SERVER_GENERATION: LiteralString = """
+SELECT pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_archiver)
 """

@@ -1,4 +1,5 @@
-"""What the commands share: the checked database URL, and Ember's refusals as one-line errors."""
+"""What the operator's commands (init, status, settings, forget, search) share: a connection to
+the checked, migrated database, with Ember's refusals turned into one-line errors."""
 
 from __future__ import annotations
 
@@ -6,32 +7,33 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import psycopg
+from ember.commands.base import EXIT_REFUSED, CliError
 
 
-def is_refusal(exc: psycopg.Error) -> bool:
-    return (exc.sqlstate or "").startswith("EM")
-
-
-def refusal(exc: psycopg.Error) -> Exception:
-    """A refusal of Ember's SQL (SQLSTATE class EM) as the CLI's refused error (exit 9)."""
-    from ember.cli import EXIT_REFUSED, CliError
-
+def refusal(exc: Any) -> CliError | None:
+    """A refusal of Ember's SQL (SQLSTATE class EM) as a refused error (exit 9), naming its
+    SQLSTATE and hint; None for any other error."""
+    if not (getattr(exc, "sqlstate", None) or "").startswith("EM"):
+        return None
     message = exc.diag.message_primary or str(exc)
     hint = exc.diag.message_hint
     return CliError(EXIT_REFUSED, f"{message} [{exc.sqlstate}]" + (f" ({hint})" if hint else ""))
 
 
 @contextmanager
-def connect(*, autocommit: bool = True) -> Iterator[psycopg.Connection[Any]]:
-    """A connection to DATABASE_URL (checked) or the embedded server; Ember's refusals raised
-    as CliError so the command exits with its one-line message."""
-    from ember.cli import _checked_url
+def connect(*, autocommit: bool = True) -> Iterator[Any]:
+    """A psycopg connection to DATABASE_URL (checked and migrated, else exits 6 or 7) or the
+    embedded server; an Ember refusal inside the block is raised as CliError."""
+    import psycopg
 
+    from ember.commands.base import migrated_url
+
+    url = migrated_url()
     try:
-        with psycopg.connect(_checked_url(), autocommit=autocommit) as conn:
+        with psycopg.connect(url, autocommit=autocommit) as conn:
             yield conn
     except psycopg.Error as exc:
-        if is_refusal(exc):
-            raise refusal(exc) from exc
-        raise
+        refused = refusal(exc)
+        if refused is None:
+            raise
+        raise refused from exc

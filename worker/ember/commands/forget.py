@@ -11,8 +11,24 @@ import argparse
 import json
 from typing import Any
 
-from ember import queries
-from ember.commands._db import connect
+from ember.commands.base import EXIT_USAGE, CliError
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    forget = sub.add_parser(
+        "forget",
+        parents=[common],
+        help="erase a thread or messages, and everything derived from them (docs/forgetting.md)",
+    )
+    what = forget.add_mutually_exclusive_group(required=True)
+    what.add_argument("--thread", metavar="THREAD", help="every row of this thread")
+    what.add_argument("--messages", metavar="ID[,ID...]", help="these message ids")
+    forget.add_argument("--reason", required=True, help="why (kept in the history)")
+    forget.add_argument(
+        "--dry-run", action="store_true", help="print what would go, and change nothing"
+    )
+    forget.add_argument("--json", action="store_true", help="print the SQL function's answer")
+    forget.set_defaults(run=run)
 
 
 class _DryRun(Exception):
@@ -20,8 +36,6 @@ class _DryRun(Exception):
 
 
 def _ids(text: str) -> list[int]:
-    from ember.cli import EXIT_USAGE, CliError
-
     try:
         ids = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError as exc:
@@ -65,6 +79,9 @@ def describe(result: dict[str, Any], *, dry_run: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ember import queries
+    from ember.commands._db import connect
+
     if args.thread is not None:
         query, params = queries.FORGET_THREAD, (args.thread, args.reason)
     else:

@@ -4,14 +4,38 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from ember import queries
-from ember.commands._db import connect
+from ember.commands.base import EXIT_USAGE, CliError
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    init = sub.add_parser(
+        "init",
+        parents=[common],
+        help="the one-time set-up: categories, main, the steward's thread, shadow (idempotent)",
+    )
+    init.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        metavar="NAME[=DESCRIPTION]",
+        help="a content category to define (repeatable)",
+    )
+    init.add_argument("--main", metavar="THREAD", help="create main with this id (if none exists)")
+    init.add_argument("--main-model", metavar="MODEL", help="the model main is pinned to")
+    init.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        metavar="MODEL=CATEGORY",
+        help="tag a model for a category, so it may read that category (repeatable)",
+    )
+    init.add_argument("--no-shadow", action="store_true", help="leave shadow memory switched off")
+    init.set_defaults(run=run)
 
 
 def _pairs(values: list[str], what: str, *, required: bool) -> list[tuple[str, str | None]]:
-    from ember.cli import EXIT_USAGE, CliError
-
     pairs: list[tuple[str, str | None]] = []
     for value in values:
         name, sep, rest = value.partition("=")
@@ -23,6 +47,9 @@ def _pairs(values: list[str], what: str, *, required: bool) -> list[tuple[str, s
 
 
 def run(args: argparse.Namespace) -> int:
+    from ember import queries
+    from ember.commands._db import connect
+
     categories = dict(_pairs(args.category, "--category", required=False))
     tags = _pairs(args.tag, "--tag", required=True)
     with connect() as conn, conn.transaction():

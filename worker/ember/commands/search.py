@@ -11,11 +11,30 @@ import argparse
 import json
 from typing import Any
 
-from ember import queries
-from ember.commands._db import connect
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    search = sub.add_parser(
+        "search", parents=[common], help="search the facts a viewer may read (search_memory)"
+    )
+    search.add_argument("query", help="what to look for")
+    search.add_argument(
+        "--viewer",
+        required=True,
+        metavar="THREAD",
+        help="the thread whose model's labels decide what may be read, or 'human'",
+    )
+    search.add_argument("--limit", type=int, default=10, help="at most this many facts (1-100)")
+    search.add_argument(
+        "--embed", action="store_true", help="also search by meaning, with the worker's embedder"
+    )
+    search.add_argument("--json", action="store_true", help="the facts as JSON")
+    search.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from ember import queries
+    from ember.commands._db import connect
+
     vector = None
     if args.embed:
         from ember.embed import load_embedder

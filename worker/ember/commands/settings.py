@@ -6,8 +6,18 @@ import argparse
 import json
 from typing import Any
 
-from ember import queries
-from ember.commands._db import connect
+from ember.commands.base import EXIT_USAGE, CliError
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    settings = sub.add_parser(
+        "settings",
+        parents=[common],
+        help="list the settings, show one, or change one (ember settings KEY VALUE)",
+    )
+    settings.add_argument("key", nargs="?", help="the setting to show or change")
+    settings.add_argument("value", nargs="?", help="its new value, e.g. '5 minutes' or 3")
+    settings.set_defaults(run=run)
 
 
 def _shown(value: Any) -> str:
@@ -20,7 +30,8 @@ def _range(row: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ember.cli import EXIT_USAGE, CliError
+    from ember import queries
+    from ember.commands._db import connect
 
     with connect() as conn:
         if args.key is not None and args.value is not None:

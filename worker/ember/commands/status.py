@@ -7,9 +7,6 @@ import json
 from datetime import datetime
 from typing import Any
 
-from ember import queries
-from ember.commands._db import connect
-
 UNITS = {"shadow": "thread", "steward": "generation", "workers": "connection"}
 
 
@@ -17,7 +14,20 @@ def _when(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone().isoformat(timespec="seconds")
 
 
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    status = sub.add_parser(
+        "status",
+        parents=[common],
+        help="what is ready, what waits and why, and which workers are about",
+    )
+    status.add_argument("--json", action="store_true", help="ember.work_status() as JSON")
+    status.set_defaults(run=run)
+
+
 def rows() -> list[dict[str, Any]]:
+    from ember import queries
+    from ember.commands._db import connect
+
     with connect() as conn:
         cur = conn.execute(queries.WORK_STATUS)
         names = [c.name for c in cur.description or []]
