@@ -52,7 +52,7 @@ SELECT pg_temp.row_at('hotty', 'Always book aisle seats.', -44);
 SELECT ember.note_prefix('hotty',
     json_build_object(
         'model', 'claude-sonnet-4-6', 'max_tokens', 100,
-        'system', json_build_array(json_build_object('type', 'text', 'text', repeat('system prompt ', 400),
+        'system', json_build_array(json_build_object('type', 'text', 'text', repeat('system prompt ', 800),
                                                      'cache_control', json_build_object('type', 'ephemeral'))),
         'tools', json_build_array(json_build_object('name', 'shadow_memory_propose', 'input_schema', '{}'::json)),
         'messages', json_build_array(json_build_object('role', 'user', 'content', 'Always book aisle seats.'))
