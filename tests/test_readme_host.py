@@ -63,8 +63,12 @@ def test_the_readme_host_gets_cheap_hot_runs_and_facts(
     db: str, sim_process: str, tmp_path: Path
 ) -> None:
     (tmp_path / "host.py").write_text(readme_host(), encoding="utf-8")
-    # A system prompt of realistic length: Ember's own base identity and main's role.
-    prompts = [(ROOT / "prompts" / name).read_text() for name in ("system.md", "main.md")]
+    # A system prompt of realistic length, past Sonnet 4.6's observed 2,048-token minimum: the
+    # demo host's own, with Ember's base identity and main's role.
+    prompts = [
+        (ROOT / "examples" / "corpus" / "host-system.md").read_text(),
+        *((ROOT / "prompts" / name).read_text() for name in ("system.md", "main.md")),
+    ]
     (tmp_path / "system-prompt.md").write_text("\n".join(prompts))
     env = {
         **os.environ,
