@@ -27,6 +27,7 @@ SELECT
     s.price_cache_write_5m,
     s.price_cache_write_1h,
     s.price_cache_read,
+    s.price_tiers,
     s.id AS run_id,
     'steward'::text AS path,
     NULL::text AS thread_id,
@@ -53,6 +54,7 @@ SELECT
     r.price_cache_write_5m,
     r.price_cache_write_1h,
     r.price_cache_read,
+    r.price_tiers,
     r.id AS run_id,
     r.path,
     r.thread_id,
@@ -80,6 +82,7 @@ SELECT
     j.price_cache_write_5m,
     j.price_cache_write_1h,
     j.price_cache_read,
+    j.price_tiers,
     j.id AS run_id,
     'judge'::text AS path,
     NULL::text AS thread_id,
@@ -89,30 +92,35 @@ SELECT
     0::bigint AS digested_rows
 FROM ember.judge_runs AS j;
 
--- What a run cost at list price: the one place a price meets a token count. Every USD figure of
--- the comparison (cost by pipeline, by path, by thread, per run, per fact) is a sum of these two,
--- so a change of how a token kind is priced (per-model cache prices, say) is a change here only.
--- A run's list-price estimate in USD, or NULL when any price of its snapshot is missing.
+-- What a run cost at list price: every USD figure of the comparison (cost by pipeline, by
+-- path, by thread, per run, per fact) is a sum of run_usd and run_output_usd, and both price
+-- through ember.run_cost_usd (048_shadow_cost.sql), so a change of how a token kind is priced
+-- is a change there only. A run's list-price estimate in USD (ember.run_cost_usd), or NULL when any price of its snapshot is
+-- missing.
 CREATE OR REPLACE FUNCTION ember.run_usd(r ember.comparison_runs)
 RETURNS numeric
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT (
-        r.input_tokens * r.price_input
-        + r.output_tokens * r.price_output
-        + r.cache_write_5m_tokens * r.price_cache_write_5m
-        + r.cache_write_1h_tokens * r.price_cache_write_1h
-        + r.cache_read_tokens * r.price_cache_read
-    ) / 1000000.0
+    SELECT ember.run_cost_usd(
+        r.input_tokens, r.cache_read_tokens, r.cache_write_5m_tokens, r.cache_write_1h_tokens,
+        r.output_tokens, r.price_input, r.price_output, r.price_cache_write_5m,
+        r.price_cache_write_1h, r.price_cache_read, r.price_tiers
+    )
 $$;
 
 -- The output tokens' part of run_usd (seed 000 section 9: on the hot path the input is mostly
--- cache reads, and output is paid at the thread's own model's price: "the column to watch").
+-- cache reads, and output is paid at the thread's own model's price: "the column to watch"): the
+-- run's cost less what it would cost without its output, so a price tier chosen by the input's
+-- size prices the output too, exactly as run_cost_usd does.
 CREATE OR REPLACE FUNCTION ember.run_output_usd(r ember.comparison_runs)
 RETURNS numeric
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT r.output_tokens * r.price_output / 1000000.0
+    SELECT ember.run_usd(r) - ember.run_cost_usd(
+        r.input_tokens, r.cache_read_tokens, r.cache_write_5m_tokens, r.cache_write_1h_tokens,
+        0, r.price_input, r.price_output, r.price_cache_write_5m,
+        r.price_cache_write_1h, r.price_cache_read, r.price_tiers
+    )
 $$;
 
 SELECT ember.comparison_drop_if_changed('ember.comparison_cost(timestamptz, timestamptz)', 'input_tokens bigint');

@@ -121,14 +121,20 @@ BEGIN
             ('ember_host', 'forget_thread'),
             ('ember_host', 'facts_as_of'),
             ('ember_host', 'explain_fact'),
-            -- ember_analyst: the comparison's windowed functions (the views of the same names call
-            -- them) and the analyst's explain, which renders evidence bounded and never an isolated
-            -- thread's row (088_explain_analyst.sql). Not explain_fact: that is the host's, unbounded.
+            -- ember_host: the one-time set-up, and the model a thread's next call may go to.
+            ('ember_host', 'setup'),
+            ('ember_host', 'thread_call_model'),
+            -- ember_worker: why nothing is happening, and the hot path's cache check.
+            ('ember_worker', 'work_status'),
+            ('ember_worker', 'hot_cache_shortfall'),
             -- Every role: which migrations and functions the database runs, for the start-up
             -- check each command makes (names and digests only).
             ('ember_host', 'schema_state'),
             ('ember_worker', 'schema_state'),
             ('ember_analyst', 'schema_state'),
+            -- ember_analyst: the comparison's windowed functions (the views of the same names call
+            -- them) and the analyst's explain, which renders evidence bounded and never an isolated
+            -- thread's row (088_explain_analyst.sql). Not explain_fact: that is the host's, unbounded.
             ('ember_analyst', 'comparison_exact'),
             ('ember_analyst', 'comparison_evidence'),
             ('ember_analyst', 'comparison_semantic'),
@@ -145,6 +151,7 @@ BEGIN
             ('ember_analyst', 'comparison_rejected'),
             ('ember_analyst', 'comparison_run_list'),
             ('ember_analyst', 'comparison_context'),
+            ('ember_analyst', 'comparison_cache_misses'),
             ('ember_analyst', 'comparison_explain_fact'),
             ('ember_analyst', 'comparison_explain_proposal')
         ) AS g (role_name, fn_name)

@@ -17,6 +17,12 @@ MODULES = (
     "compare",
     "transfer",
     "explain",
+    "init",
+    "status",
+    "settings",
+    "forget",
+    "search",
+    "models",
     "demo",
     "devtools",
 )

@@ -16,6 +16,7 @@ from typing import Any
 
 from ember.comparison.charts import cost_chart, coverage_chart, daily_chart, latency_chart
 from ember.comparison.report import (
+    CACHE_MISS_COLUMNS,
     NOT_JUDGED,
     PATH_ROWS,
     SECTIONS,
@@ -24,6 +25,7 @@ from ember.comparison.report import (
     Row,
     Section,
     absolute_window,
+    cache_miss_rows,
     excluded_line,
     fmt,
     path_figure,
@@ -451,7 +453,8 @@ def render(report: Report) -> str:
     nav = "".join(
         _link(f"sec-{k}", t)
         for k, t in [("summary", "summary"), ("paths", "hot vs cold"), ("threads", "per thread"),
-                     ("cost", "cost"), ("latency", "latency"), ("quality", "evidence quality")]
+                     ("cost", "cost"), ("latency", "latency"), ("quality", "evidence quality"),
+                     ("cache", "cache misses")]
         + [(s.key, s.title.lower()) for s in SECTIONS]
     )  # fmt: skip
     return f"""<!DOCTYPE html>
@@ -526,6 +529,11 @@ a price shows "unknown", never a smaller total.</p>
 <p class="note">Pointer identity checks only; whether a fact is correct still needs a human
 read.</p>
 {_table(["source", "kind", "check", "pointers"], quality_rows, {3})}
+</section>
+<section id="sec-cache"><h2>Cache misses</h2>
+<p class="note">Why shadow runs did not read the prompt cache: the API's cache diagnostics
+where a hot run asked for them, or why a run went cold.</p>
+{_table(list(CACHE_MISS_COLUMNS), cache_miss_rows(report), {4, 5})}
 </section>
 {drill}
 </body>

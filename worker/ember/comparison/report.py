@@ -158,6 +158,7 @@ class Report:
     # Items by (item, id), for the other side of a pair.
     items: dict[tuple[str, int], Row] = field(default_factory=dict)
     rows_per_section: int = DEFAULT_ROWS
+    cache_misses: list[Row] = field(default_factory=list)
 
     @property
     def judged(self) -> bool:
@@ -194,6 +195,7 @@ class Report:
                     }
                     for key, s in self.sections.items()
                 },
+                "cache_misses": self.cache_misses,
                 "notes": {
                     "coverage": "exact, evidence and semantic coverage are separate measures, "
                     "never added up; evidence neighbours are not semantic coverage; semantic "
@@ -280,6 +282,7 @@ def collect(
         by_path=list(conn.execute(queries.COMPARISON_BY_PATH, window)),
         by_thread=list(conn.execute(queries.COMPARISON_BY_THREAD, window)),
         rows_per_section=rows_per_section,
+        cache_misses=list(conn.execute(queries.COMPARISON_CACHE_MISSES, window)),
     )
     items = list(conn.execute(queries.COMPARISON_ITEMS, window))
     report.items = {(r["item"], r["item_id"]): r for r in items}
@@ -598,11 +601,33 @@ def print_tables(report: Report, console: Printer) -> None:
     if not report.evidence_quality:
         quality.add_row("no evidence in this window", "", "", "")
     console.print(quality)
+    print_cache_misses(report, console)
     console.print(
         "The rows behind each number: ember compare --html FILE, ember compare --json, or in "
         "psql ember.comparison_items, ember.comparison_item_evidence, ember.comparison_run_list; "
         "one item: ember explain FACT_ID, ember explain --proposal ID."
     )
+
+
+def cache_miss_rows(report: Report) -> list[list[str]]:
+    return [
+        [r["path"], r["model"], r["reason"], r["source"], fmt(r["runs"]), fmt(r["missed_tokens"])]
+        for r in report.cache_misses
+    ]
+
+
+def print_cache_misses(report: Report, console: Printer) -> None:
+    misses = Table(title="Cache misses (the API's diagnostics, or why a run went cold)")
+    for col in CACHE_MISS_COLUMNS:
+        misses.add_column(col, justify="right" if col in ("runs", "missed tokens") else "left")
+    for row in cache_miss_rows(report):
+        misses.add_row(*row)
+    if not report.cache_misses:
+        misses.add_row("no missed cache reads in this window", "", "", "", "", "")
+    console.print(misses)
+
+
+CACHE_MISS_COLUMNS = ("path", "model", "reason", "source", "runs", "missed tokens")
 
 
 def to_json(report: Report) -> str:
