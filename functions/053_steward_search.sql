@@ -103,7 +103,9 @@ CREATE OR REPLACE FUNCTION ember.search_term_weights(p_terms text[])
 RETURNS TABLE (term text, holding double precision, weight double precision)
 LANGUAGE sql STABLE
 AS $$
-    WITH s AS (
+    -- Materialized: the statistics row is read and its lexeme array parsed once per call, not
+    -- once per term and use.
+    WITH s AS MATERIALIZED (
         SELECT
             st.most_common_elems::text::text[] AS elems,
             st.most_common_elem_freqs AS freqs,

@@ -99,3 +99,7 @@ INSERT INTO ember.settings (key, value, description) VALUES
 ('search_common_facts', '1000', 'a query term in more facts than this ranks search candidates but does not choose them'),
 ('search_recent_window', '2000', 'facts (newest first) that a query of only common terms is matched against')
 ON CONFLICT (key) DO NOTHING;
+
+-- The steward's write_fact asks whether an active fact already says the same (text_key equal)
+-- before writing one more.
+CREATE INDEX facts_active_text_key ON ember.facts (text_key) WHERE status = 'active';
