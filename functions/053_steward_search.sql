@@ -151,8 +151,11 @@ $$;
 -- Never returned: a fact whose labels the viewer's model is not tagged for (the person, 'human',
 -- is tagged for everything), or one derived from an isolated thread. Both filters are inside each
 -- candidate list, so hidden facts never crowd out visible ones; the index scan is iterative
--- (hnsw.iterative_scan) so a filter that drops many neighbours still yields enough candidates,
--- and ef_search is pgvector's default 40: the candidate list is 40 long for the usual limit of 10.
+-- (hnsw.iterative_scan) so a filter that drops many neighbours still yields enough candidates.
+-- ef_search is pgvector's default 40 and the nearest 30 are taken for the usual limit of 10: a
+-- first pass of 40 still holds 30 after the usual few labelled neighbours are dropped, while
+-- asking for all 40 sent nearly every search into a second pass that read twice the index
+-- (bench/b9_search.py). The text side keeps 40 candidates.
 --
 -- Static SQL, planned once per session (plan_cache_mode = force_generic_plan): the plan that
 -- suits every call is known, an HNSW walk and a GIN bitmap each behind a one-time test of whether
@@ -187,6 +190,7 @@ DECLARE
     v_isolated text[];
     v_vector halfvec;
     v_k integer;
+    v_near integer;
     v_terms tsquery[];
     v_weights double precision[];
     v_choose tsquery;
@@ -212,6 +216,7 @@ BEGIN
     v_isolated := ARRAY(SELECT t.id FROM ember.threads AS t WHERE t.seal_tier = 'isolated');
     v_vector := p_query_embedding::halfvec;
     v_k := greatest(p_limit * 4, 40);
+    v_near := greatest(p_limit * 3, 30);
     IF coalesce(btrim(p_query), '') <> '' THEN
         -- One single-term tsquery per term (quoted, so no term is parsed again), their OR over
         -- all terms, and their OR over the terms rare enough to choose candidates.
@@ -238,7 +243,7 @@ BEGIN
               AND (v_human OR f.categories <@ v_tags)
               AND NOT f.source_threads && v_isolated
             ORDER BY f.embedding <=> v_vector
-            LIMIT v_k
+            LIMIT v_near
         ) AS c
         WHERE c.distance IS NOT NULL
     ),

@@ -120,7 +120,11 @@ BEGIN
             ('ember_host', 'forget_messages'),
             ('ember_host', 'forget_thread'),
             ('ember_host', 'facts_as_of'),
-            ('ember_host', 'explain_fact')
+            ('ember_host', 'explain_fact'),
+            -- ember_host: memory served as one viewer (ember.host's tools, ember mcp).
+            ('ember_host', 'explain_fact_as'),
+            ('ember_host', 'recent_facts'),
+            ('ember_host', 'forget_fact')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')

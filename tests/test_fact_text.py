@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -30,6 +31,18 @@ def _steward_sim() -> Iterator[SimServer]:
     # The stand-in answers the steward's requests and hands shadow requests to the heuristic.
     with SimServer(responder=StewardStandIn()) as server:
         yield server
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a parsed JSON value."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 def _texts(url: str, sql: str) -> list[str]:
@@ -79,7 +92,7 @@ def test_content_with_line_breaks_becomes_clean_facts_and_proposals_written_once
     proposals = _texts(db, "SELECT text FROM ember.shadow_proposals ORDER BY id")
     assert proposals, "the cold reader proposed facts from the row"
     # The page showed the escapes, and the proposals were copied from it.
-    shown = "\n".join(str(r) for r in steward_sim.requests)
+    shown = "\n".join(_strings([r.body for r in steward_sim.requests]))
     assert "\\n" in shown and "\\u2028" in shown
     for text in proposals:
         assert not any(e in text for e in ESCAPES), text

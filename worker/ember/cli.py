@@ -461,6 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(sub).set_defaults(func=_cmd_demo)
 
     sub.add_parser("sim", help="the local Messages API simulator (see docs/sim.md)", add_help=False)
+    sub.add_parser("mcp", help="serve memory to MCP clients (see docs/mcp.md)", add_help=False)
     return parser
 
 
@@ -492,6 +493,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["sim"]:
         return _cmd_sim(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from ember.mcp_server import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
