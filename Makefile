@@ -7,30 +7,39 @@ VENV := .venv
 BIN := $(VENV)/bin
 EMBER := $(BIN)/ember
 TEST_DB ?= ember_test
-STAMP := $(VENV)/.installed
+# One stamp per part of the environment (scripts/install.py says what each holds): the demo
+# needs only the base, so a newcomer's first `make demo` never waits for torch or the linters.
+BASE := $(VENV)/.installed-base
+PART = $(VENV)/.installed-$(1)
 
-.PHONY: setup db migrate demo test pgtap pytest lint bench clean
+.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev,embed]'
+$(BASE): pyproject.toml setup.py scripts/install.py
+	@$(PYTHON) scripts/install.py $(VENV) base
+	@rm -f $(VENV)/.installed-test $(VENV)/.installed-lint $(VENV)/.installed-embed
 	@touch $@
 
-## setup: virtual environment, packages, pgTAP, Chromium, and the embedded database
-setup: $(STAMP)
-	@$(EMBER) setup-pgtap
-	@$(EMBER) setup-chromium
+$(VENV)/.installed-%: $(BASE)
+	@$(PYTHON) scripts/install.py $(VENV) $*
+	@touch $@
+
+## setup: the test environment: packages, the embedder, pgTAP, objdump, Chromium, the database
+setup: $(call PART,test) $(call PART,embed)
+	@$(EMBER) setup-test-tools
+
+## embedder: the optional embedder (torch on the CPU, about 1 GB), for vector search
+embedder: $(call PART,embed)
 
 ## db: start the embedded PostgreSQL (or use $$DATABASE_URL) and print its URL
-db: $(STAMP)
+db: $(BASE)
 	@if [ -n "$${DATABASE_URL:-}" ]; then echo "using DATABASE_URL"; else $(EMBER) db start; fi
 
 ## migrate: apply new migrations, then re-apply functions/ (against $$DATABASE_URL if set)
-migrate: $(STAMP)
+migrate: $(BASE)
 	@$(EMBER) migrate
 
 ## demo: Ember's whole job on the sample corpus, offline; prints the report's path last
-demo: $(STAMP)
+demo: $(BASE)
 	@$(EMBER) demo
 
 ## test: a fresh test database, then pg_prove over pgtap/ and pytest over tests/
@@ -39,27 +48,27 @@ test: setup
 
 # pg_prove reads an "=" in --dbname as an option hash, so the embedded server's passfile goes
 # through PGPASSFILE instead of the URL's query.
-pgtap: $(STAMP)
+pgtap: $(call PART,test)
 	@url=$$($(EMBER) testdb --name $(TEST_DB)); \
 	case "$$url" in *'?passfile='*) export PGPASSFILE="$${url#*\?passfile=}"; url="$${url%%\?*}";; esac; \
 	psql_bin=$$($(BIN)/python -c 'from ember.embedded import bin_dir; print(bin_dir() / "psql")'); \
 	pg_prove --psql-bin "$$psql_bin" --dbname "$$url" --ext .sql pgtap/
 
-pytest: $(STAMP)
+pytest: $(call PART,test) $(call PART,embed)
 	@$(BIN)/pytest -q
 
 ## lint: sqlfluff over db/ and functions/, ruff and mypy --strict over Python
-lint: $(STAMP)
+lint: $(call PART,lint)
 	@$(BIN)/sqlfluff lint db functions
 	@$(BIN)/ruff check worker tests
 	@$(BIN)/ruff format --check worker tests
 	@$(BIN)/mypy
 
 ## bench: run every bench/b*.py (each in its own scratch database) and write docs/benchmarks.md
-bench: $(STAMP)
+bench: $(call PART,test) $(call PART,embed)
 	@$(BIN)/python bench/run.py
 
 ## clean: stop the embedded database and remove it, the venv and caches
 clean:
 	@if [ -x $(EMBER) ]; then $(EMBER) db stop || true; fi
-	rm -rf .ember $(VENV) .pytest_cache .ruff_cache .hypothesis worker/*.egg-info
+	rm -rf .ember $(VENV) build .pytest_cache .ruff_cache .hypothesis worker/*.egg-info

@@ -77,7 +77,7 @@ def test_ember_explain_prints_evidence_acceptance_merges_and_history(
     out = capsys.readouterr().out
     assert f"evidence-shrunk -> merged into fact {ids['merged']} removed m:{ids['said']}" in out
 
-    assert cli.main(["explain", "987654"]) == 1
+    assert cli.main(["explain", "987654"]) == cli.EXIT_NOT_FOUND
     assert "no such fact: 987654" in capsys.readouterr().err
 
 

@@ -53,6 +53,22 @@ def check_test_database(base_url: str, name: str) -> None:
         )
 
 
+def _apt_install(packages: tuple[str, ...], why: str) -> None:
+    """Install Debian packages with apt-get as root (updating the index once if the first try
+    fails), or say the command to run."""
+    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]
+    if os.geteuid() != 0:
+        raise SetupError(
+            f"{why} is missing. Install it with:\n  sudo apt-get update && sudo {' '.join(command)}"
+        )
+    print(f"installing {' '.join(packages)} from Debian ({why})", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    first = subprocess.run(command, env=env, capture_output=True, text=True)
+    if first.returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
+        subprocess.run(command, env=env, check=True, capture_output=True)
+
+
 def _pgtap_present() -> bool:
     return (PGTAP_SOURCE / "pgtap.control").exists() and shutil.which("pg_prove") is not None
 
@@ -64,17 +80,7 @@ def ensure_pgtap() -> None:
     embedded PostgreSQL 18 unchanged.
     """
     if not _pgtap_present():
-        command = ["apt-get", "install", "-y", "-q", *PGTAP_PACKAGES]
-        if os.geteuid() != 0:
-            raise SetupError(
-                "pgTAP is missing. Install it with:\n"
-                f"  sudo apt-get update && sudo {' '.join(command)}"
-            )
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        first = subprocess.run(command, env=env, capture_output=True, text=True)
-        if first.returncode != 0:
-            subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
-            subprocess.run(command, env=env, check=True, capture_output=True)
+        _apt_install(PGTAP_PACKAGES, "pgTAP (the SQL tests)")
         if not _pgtap_present():
             raise SetupError(f"apt-get installed {PGTAP_PACKAGES} but pgtap.control is missing")
     if uses_embedded():
@@ -98,20 +104,23 @@ def ensure_chromium() -> str:
     path = chromium_path()
     if path:
         return path
-    command = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *CHROMIUM_PACKAGES]
-    if os.geteuid() != 0:
-        raise SetupError(
-            "Chromium is missing (the HTML report's browser test needs it). Install it with:\n"
-            f"  sudo apt-get update && sudo {' '.join(command)}"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    first = subprocess.run(command, env=env, capture_output=True, text=True)
-    if first.returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, check=True, capture_output=True)
-        subprocess.run(command, env=env, check=True, capture_output=True)
+    _apt_install(CHROMIUM_PACKAGES, "Chromium (the HTML report's browser test)")
     path = chromium_path()
     if not path:
         raise SetupError(f"apt-get installed {CHROMIUM_PACKAGES} but no chromium is on PATH")
+    return path
+
+
+def ensure_objdump() -> str:
+    """Debian's binutils: the portability test disassembles the embedded pgvector with objdump
+    (tests/test_portable_build.py); its path."""
+    path = shutil.which("objdump")
+    if path:
+        return path
+    _apt_install(("binutils",), "objdump (the portable-build test)")
+    path = shutil.which("objdump")
+    if not path:
+        raise SetupError("apt-get installed binutils but no objdump is on PATH")
     return path
 
 

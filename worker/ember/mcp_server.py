@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
-import os
 import socket
 import sys
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -36,7 +34,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from ember import memory
-from ember.config import database_url
 
 log = logging.getLogger("ember.mcp")
 
@@ -146,7 +143,7 @@ def build_server(service: MemoryService) -> Server[Any]:
     )
 
 
-def _loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -155,35 +152,10 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ember mcp",
-        description="Serve Ember's memory to MCP clients, as one fixed viewer (docs/mcp.md).",
-    )
-    p.add_argument(
-        "--viewer",
-        default=os.environ.get("EMBER_MCP_VIEWER"),
-        help="whose labels apply: a thread id, or 'human' for the person (env EMBER_MCP_VIEWER)",
-    )
-    p.add_argument("--database-url", help="default: DATABASE_URL, else the embedded server")
-    p.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
-    p.add_argument("--host", default="127.0.0.1", help="with --http: a loopback address")
-    p.add_argument("--port", type=int, default=8931, help="with --http (default 8931)")
-    p.add_argument("--allow-forget", action="store_true", help="offer the forget tool")
-    p.add_argument(
-        "--embed", action="store_true", help="embed queries (EMBER_EMBEDDER) for the vector side"
-    )
-    return p
+def serve(args: argparse.Namespace, url: str) -> int:
+    """Run the server until the client goes (stdio) or the process is stopped (HTTP)."""
+    from ember.commands.base import EXIT_REFUSED, CliError
 
-
-def main(argv: Sequence[str]) -> int:
-    args = parser().parse_args(list(argv))
-    if not args.viewer:
-        print("ember mcp: --viewer is required (a thread id, or 'human')", file=sys.stderr)
-        return 2
-    if args.http and not _loopback(args.host):
-        print(f"ember mcp: --host {args.host} is not a loopback address", file=sys.stderr)
-        return 2
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     embed = None
     if args.embed:
@@ -195,47 +167,39 @@ def main(argv: Sequence[str]) -> int:
         def embed(text: str) -> str:
             return vector_literal(embedder.embed([text])[0])
 
-    service = MemoryService(
-        args.database_url or database_url(),
-        args.viewer,
-        allow_forget=args.allow_forget,
-        embed=embed,
-    )
+    service = MemoryService(url, args.viewer, allow_forget=args.allow_forget, embed=embed)
     try:
         service.start()
     except memory.MemoryRefused as exc:
-        print(f"ember mcp: {exc}", file=sys.stderr)
-        return 9
-    except psycopg.OperationalError as exc:
-        print(
-            f"ember mcp: cannot reach the database ({' '.join(str(exc).split())})", file=sys.stderr
-        )
-        return 4
+        raise CliError(EXIT_REFUSED, str(exc)) from exc
     server = build_server(service)
     try:
         if args.http:
-            import uvicorn
-
-            app = server.streamable_http_app(streamable_http_path="/mcp", host=args.host)
-            # Bound and listening before the line that says so, which clients may wait for.
-            family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((args.host, args.port))
-            sock.listen(128)
-            where = f"[{args.host}]" if family == socket.AF_INET6 else args.host
-            print(f"ember mcp: serving http://{where}:{args.port}/mcp", file=sys.stderr, flush=True)
-            config = uvicorn.Config(app, log_level="warning")
-            uvicorn.Server(config).run(sockets=[sock])
+            _serve_http(server, args.host, args.port)
         else:
 
-            async def serve() -> None:
+            async def stdio() -> None:
                 async with stdio_server() as (read, write):
                     await server.run(read, write, server.create_initialization_options())
 
-            anyio.run(serve)
+            anyio.run(stdio)
     except KeyboardInterrupt:
         pass
     finally:
         service.close()
     return 0
+
+
+def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    # Bound and listening before the line that says so, which clients may wait for.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    where = f"[{host}]" if family == socket.AF_INET6 else host
+    print(f"ember mcp: serving http://{where}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -246,7 +246,8 @@ SELECT
     (SELECT count(*) FROM ember.steward_runs WHERE status = 'completed'),
     (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NULL),
     (SELECT count(*) FROM ember.shadow_proposals AS p
-     INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled')
+     INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled'),
+    (SELECT count(*) FROM ember.facts WHERE status = 'active' AND embedding IS NOT NULL)
 """
 
 # --- memory served as one viewer (ember.memory: ember.host's tools and ember mcp) ---

@@ -7,14 +7,11 @@ client (ember.worker.calls) without touching the judge.
 
 from __future__ import annotations
 
-import os
-
 import anthropic
 
+from ember.modelaccess import ModelAccess, model_access
 
-def judge_client() -> anthropic.Anthropic:
-    return anthropic.Anthropic(
-        api_key=os.environ.get("ANTHROPIC_API_KEY"),
-        base_url=os.environ.get("ANTHROPIC_BASE_URL") or None,
-        max_retries=2,
-    )
+
+def judge_client(access: ModelAccess | None = None) -> anthropic.Anthropic:
+    access = access or model_access()
+    return anthropic.Anthropic(api_key=access.api_key, base_url=access.base_url, max_retries=2)

@@ -15,10 +15,10 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
-from rich.console import Console
 from rich.table import Table
 
 from ember import queries
+from ember.tables import Printer
 
 Row = dict[str, Any]
 
@@ -159,7 +159,7 @@ def window_label(since: datetime | None, until: datetime | None) -> str:
     return f"from {a} to {b}"
 
 
-def print_tables(report: Report, console: Console) -> None:
+def print_tables(report: Report, console: Printer) -> None:
     summary = Table(title=f"Comparison summary, {window_label(report.since, report.until)}")
     summary.add_column("measure")
     summary.add_column("value", justify="right")

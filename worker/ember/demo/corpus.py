@@ -105,6 +105,10 @@ def parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+class SliceError(ValueError):
+    """`ember demo --threads` names a slice the demo cannot play."""
+
+
 @dataclass(frozen=True)
 class Category:
     name: str
@@ -140,7 +144,23 @@ class Corpus:
         return next(t for t in self.threads if t["id"] == thread_id)
 
     def only(self, thread_ids: set[str]) -> Corpus:
-        """The same corpus cut to some threads (main is always kept: reports go there)."""
+        """The same corpus cut to some threads (main is always kept: reports go there).
+
+        Checked before anything is written: every id must name a thread of the corpus, and the
+        slice must hold the thread the demo's interruption plays in."""
+        known = [t["id"] for t in self.threads]
+        unknown = sorted(thread_ids - set(known))
+        if unknown:
+            raise SliceError(
+                f"--threads: no thread {', '.join(unknown)} in this corpus; its threads are "
+                f"{', '.join(known)}"
+            )
+        if self.interrupted_thread not in thread_ids:
+            raise SliceError(
+                f"--threads: a slice needs {self.interrupted_thread} (the thread whose running "
+                f"shadow turn the user interrupts) and gets main anyway; for example "
+                f"--threads {self.interrupted_thread},{','.join(sorted(thread_ids))}"
+            )
         keep = thread_ids | {"main"}
         return Corpus(
             self.directory,

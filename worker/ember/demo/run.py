@@ -28,12 +28,19 @@ import anyio.to_thread
 import psycopg
 
 from ember import queries
-from ember.demo.corpus import HOST_RESPONDER, Corpus, DemoClock, Runtime, load_corpus, parse_time
+from ember.commands.base import EXIT_USAGE, CliError
+from ember.demo.corpus import (
+    HOST_RESPONDER,
+    Corpus,
+    DemoClock,
+    Runtime,
+    SliceError,
+    load_corpus,
+    parse_time,
+)
 from ember.sim import Heuristic, Scripted, SimServer
 from ember.sim.responders import SHADOW_TOOL, Outcome, Responder, SimRequest
 
-DEFAULT_PORT = 8787
-DATABASE = "ember_demo"
 REPORT = "ember-demo-report.html"
 HOLD_SECONDS = 60.0  # the longest the simulator holds the interrupted shadow turn
 DRAIN_TIMEOUT = 150.0
@@ -164,7 +171,9 @@ def watching(url: str, display: Display, sim: SimServer | None) -> Iterator[None
     stop = threading.Event()
 
     def loop() -> None:
-        with psycopg.connect(url, autocommit=True) as conn:
+        # The figures are a view on the run, not the run: if the database goes away, the
+        # demo's own next statement fails and says why; this thread just stops.
+        with contextlib.suppress(psycopg.Error), psycopg.connect(url, autocommit=True) as conn:
             while not stop.wait(0.5):
                 row = conn.execute(queries.DEMO_COUNTS).fetchone()
                 if row is not None:
@@ -422,7 +431,10 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     corpus = load_corpus(Path(args.corpus) if args.corpus else None)
     if args.threads:
-        corpus = corpus.only(set(args.threads.split(",")))
+        try:
+            corpus = corpus.only({t.strip() for t in args.threads.split(",") if t.strip()})
+        except SliceError as exc:
+            raise CliError(EXIT_USAGE, str(exc)) from exc
     report = out / REPORT
 
     with Display(live=sys.stdout.isatty() and not args.plain) as display:
@@ -454,6 +466,8 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.redirect_stdout(None):
             ember_cli(["compare", "--html", str(report)])
     summarize(demo.figures, demo.use_sim, corpus, time.monotonic() - display.started)
+    print(f"\nThe demo's database stays for you to explore:\n  {url}")
+    print(f"  DATABASE_URL='{url}' {' '.join(ember_command())} compare")
     print(f"\nreport: {report}")
     return 0
 
@@ -491,6 +505,7 @@ def collect_figures(
         "steward_runs": int(row[2]),
         "proposals": int(row[3]),
         "cancelled_proposals": int(row[4]),
+        "embedded_facts": int(row[5]),
         "requests": len(sim.requests),
         "isolated_requests": isolated,
         "category_models": to_models,
@@ -519,6 +534,16 @@ def summarize(figures: dict[str, Any], use_sim: bool, corpus: Corpus, seconds: f
             f"the {cat} thread's rows went to {sent or 'no model'}"
             f" ({'every one tagged for ' + cat if cleared else 'NOT all tagged for ' + cat})"
         )
+    if figures["embedded_facts"]:
+        print(
+            f"search: vector and full text ({figures['embedded_facts']} facts embedded by the "
+            "worker's all-MiniLM-L6-v2)"
+        )
+    else:
+        print(
+            "search: full text only (the optional embedder is not installed; "
+            "`make embedder` adds vector search, about 1 GB)"
+        )
     print(f"demo time: {seconds:.0f} s")
     if use_sim:
         print(
@@ -536,16 +561,3 @@ def summarize(figures: dict[str, Any], use_sim: bool, corpus: Corpus, seconds: f
             "conversations came from the simulator, so hot runs wrote the prompt cache instead "
             "of reading it."
         )
-
-
-def build_parser(sub: Any) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = sub.add_parser(
-        "demo", help="run Ember's whole job on the sample corpus, offline, and write the report"
-    )
-    p.add_argument("--corpus", help="a corpus directory (default: examples/corpus)")
-    p.add_argument("--threads", help="only these threads, comma-separated (main is kept)")
-    p.add_argument("--database", default=DATABASE, help=f"database to recreate ({DATABASE})")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="simulator port (8787)")
-    p.add_argument("--out", help="where the report goes (default: demo-report/)")
-    p.add_argument("--plain", action="store_true", help="plain lines even on a terminal")
-    return p

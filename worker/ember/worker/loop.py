@@ -23,7 +23,8 @@ from anthropic import AsyncAnthropic
 from psycopg.conninfo import conninfo_to_dict
 
 from ember import queries
-from ember.worker.calls import ConfigError
+from ember.commands.base import EXIT_MIGRATIONS
+from ember.modelaccess import ConfigError
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
 from ember.worker.shadow import ShadowPipeline
@@ -263,7 +264,7 @@ class Worker:
                 extra={"event": "db_not_migrated", "server": self.server},
             )
             await first.close()
-            return 2
+            return EXIT_MIGRATIONS
         if self.config.metrics_port is not None:
             port = self.metrics.serve(self.config.metrics_port, self.config.metrics_host)
             log.info("metrics on port %d", port, extra={"event": "metrics", "port": port})

@@ -1,0 +1,54 @@
+"""Telling a database server that died from one that cannot be reached or refuses a login.
+
+When PostgreSQL crashes (a backend killed by a signal takes every session down with it) or is
+shut down, a client sees one of a few errors: the server's own "terminating connection"
+(SQLSTATE 57P01 administrator command, 57P02 crash of another process, 57P03 cannot connect
+now: starting up, in recovery, shutting down) or libpq's "server closed the connection
+unexpectedly". Each says the server went away, not that the URL is wrong, so a command says so
+and names the server log where there is one.
+"""
+
+from __future__ import annotations
+
+import re
+
+TERMINATED_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
+_TERMINATED_TEXT = re.compile(
+    r"server closed the connection unexpectedly|terminating connection|"
+    r"the database system is (?:in recovery mode|starting up|shutting down|not yet accepting)|"
+    r"server conn crashed|connection to server .* failed: FATAL:  the database system",
+    re.IGNORECASE,
+)
+
+
+def server_terminated(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the database server terminated or restarts."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "sqlstate", None) in TERMINATED_SQLSTATES:
+            return True
+        if _TERMINATED_TEXT.search(str(current)):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def terminated_message(url_is_embedded: bool | None = None) -> str:
+    """One line: the server terminated, and where its log is for the embedded one."""
+    from ember.config import uses_embedded
+
+    embedded = uses_embedded() if url_is_embedded is None else url_is_embedded
+    if embedded:
+        from ember.embedded import EmbeddedServer
+
+        log = EmbeddedServer().layout.log
+        return (
+            f"the embedded database server terminated (a crash, a restart or a stop); its log "
+            f"is {log}; if it is not running, `ember db start` starts it"
+        )
+    return (
+        "the database server terminated (crashed, restarted or was shut down) while the "
+        "command ran; see the server's log"
+    )
