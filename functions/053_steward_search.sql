@@ -140,13 +140,15 @@ $$;
 -- The text side answers questions as well as keywords: a fact need not hold every word of the
 -- query. Each fact is scored by the summed weights (search_term_weights) of the query terms it
 -- holds, so the rare words of a question decide and the common ones only add a little; ties go
--- to ts_rank_cd (terms close together), then to the older fact. Which facts are scored is
+-- to ts_rank (how often they occur; ts_rank_cd, which also weighs how close they are, cost five
+-- times as much per fact), then to the older fact. Which facts are scored is
 -- bounded, so that a common word cannot decide the cost either: GIN answers an OR of terms by
 -- building a bitmap of every fact holding any of them (tens of milliseconds for a word in half
--- of 100,000 facts), so only the terms held by at most search_common_facts facts choose the
--- candidates, and the common ones rank them. A query made only of common terms is matched
--- against the search_recent_window newest facts instead, where a common term is found often
--- enough. Either way at most 1,000 candidates are scored.
+-- of 100,000 facts), so only the terms held by at most search_common_facts facts (and by at most
+-- one fact in twenty) choose the candidates, and the common ones rank them. A query made only of
+-- common terms is matched against the search_recent_window newest facts instead, where a common
+-- term is found often enough. Either way at most 400 candidates are read and scored: each costs
+-- a heap fetch and a few microseconds of matching, which is what the text side spends.
 --
 -- Never returned: a fact whose labels the viewer's model is not tagged for (the person, 'human',
 -- is tagged for everything), or one derived from an isolated thread. Both filters are inside each
@@ -195,8 +197,9 @@ DECLARE
     v_weights double precision[];
     v_choose tsquery;
     v_any tsquery;
-    v_common integer := ember.setting_int('search_common_facts');
+    v_common double precision;
     v_window integer := ember.setting_int('search_recent_window');
+    v_pool constant integer := 400;
 BEGIN
     PERFORM ember.check_viewer(p_viewer);
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100 THEN
@@ -217,6 +220,12 @@ BEGIN
     v_vector := p_query_embedding::halfvec;
     v_k := greatest(p_limit * 4, 40);
     v_near := greatest(p_limit * 3, 30);
+    -- A term is common when more than search_common_facts facts hold it, or more than one in
+    -- twenty (but never fewer than ten facts): in a small table a word in every fact chooses
+    -- nothing either.
+    SELECT least(ember.setting_int('search_common_facts'), greatest(0.05 * c.reltuples, 10))
+    INTO v_common
+    FROM pg_catalog.pg_class AS c WHERE c.oid = 'ember.facts'::regclass;
     IF coalesce(btrim(p_query), '') <> '' THEN
         -- One single-term tsquery per term (quoted, so no term is parsed again), their OR over
         -- all terms, and their OR over the terms rare enough to choose candidates.
@@ -256,7 +265,7 @@ BEGIN
               AND f.status = 'active'
               AND (v_human OR f.categories <@ v_tags)
               AND NOT f.source_threads && v_isolated
-            LIMIT 1000
+            LIMIT v_pool
         )
         UNION ALL
         (
@@ -272,7 +281,7 @@ BEGIN
                 LIMIT v_window
             ) AS r
             WHERE r.search_text @@ v_any
-            LIMIT 1000
+            LIMIT v_pool
         )
     ),
     txt AS (
@@ -281,7 +290,7 @@ BEGIN
             SELECT p.id,
                 (SELECT sum(t.weight) FROM unnest(v_terms, v_weights) AS t (query, weight)
                  WHERE p.search_text @@ t.query) AS weight,
-                ts_rank_cd(p.search_text, v_any) AS density
+                ts_rank(p.search_text, v_any) AS density
             FROM pool AS p
         ) AS s
         ORDER BY s.weight DESC, s.density DESC, s.id

@@ -100,8 +100,8 @@ CREATE INDEX threads_isolated ON ember.threads (id) WHERE seal_tier = 'isolated'
 -- than this many facts hold it, by the planner's statistics); a term more common than that only
 -- ranks them. And how many of the newest facts a query of common terms alone reads.
 INSERT INTO ember.settings (key, value, description) VALUES
-('search_common_facts', '1000', 'a query term in more facts than this ranks search candidates but does not choose them'),
-('search_recent_window', '2000', 'facts (newest first) that a query of only common terms is matched against')
+('search_common_facts', '250', 'a query term in more facts than this ranks search candidates but does not choose them'),
+('search_recent_window', '400', 'facts (newest first) that a query of only common terms is matched against')
 ON CONFLICT (key) DO NOTHING;
 
 -- The steward's write_fact asks whether an active fact already says the same (text_key equal)
