@@ -263,3 +263,24 @@ MEMORY_RECENT: LiteralString = (
 )
 MEMORY_EXPLAIN: LiteralString = "SELECT ember.explain_fact_as(%s, %s)"
 MEMORY_FORGET: LiteralString = "SELECT ember.forget_fact(%s, %s, %s)"
+
+# --- the model registry (functions/049_model_registry.sql) ---
+
+LOAD_MODELS: LiteralString = "SELECT ember.load_models(%s::jsonb)"
+
+LIST_MODELS: LiteralString = """
+SELECT model, tier, cache_ttl::text, min_cacheable_tokens, observed_min_cacheable_tokens,
+       hot_min_tokens, thinking_retention, preserved_thinking, price_as_of::text,
+       price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
+       length_tiers, source
+FROM ember.model_registry
+ORDER BY position
+"""
+
+COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
+
+# Which life of the server a connection talks to: the postmaster's start changes on a restart,
+# the shared statistics' reset time on a crash recovery (which discards them).
+SERVER_GENERATION: LiteralString = """
+SELECT pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_archiver)
+"""

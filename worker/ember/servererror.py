@@ -12,24 +12,37 @@ from __future__ import annotations
 
 import re
 
-TERMINATED_SQLSTATES = frozenset({"57P01", "57P02", "57P03"})
-_TERMINATED_TEXT = re.compile(
-    r"server closed the connection unexpectedly|terminating connection|"
-    r"the database system is (?:in recovery mode|starting up|shutting down|not yet accepting)|"
-    r"server conn crashed|connection to server .* failed: FATAL:  the database system",
+# 57P02: another server process crashed; 57P03: starting up, in recovery, shutting down.
+CRASHED_SQLSTATES = frozenset({"57P02", "57P03"})
+# 57P01: a fast shutdown, but also pg_terminate_backend() of this one session.
+ADMIN_SHUTDOWN = "57P01"
+_CRASHED_TEXT = re.compile(
+    r"terminating connection because of crash|"
+    r"the database system is (?:in recovery mode|starting up|shutting down|not yet accepting)",
     re.IGNORECASE,
 )
+# libpq's words for a connection whose server end went away without a word: a crash (every
+# session of the server), or this one session's backend ended.
+_CLOSED_TEXT = re.compile(r"server closed the connection unexpectedly", re.IGNORECASE)
 
 
-def server_terminated(exc: BaseException) -> bool:
-    """Whether `exc` (or what caused it) says the database server terminated or restarts."""
+def server_terminated(exc: BaseException, *, connection_loss: bool = True) -> bool:
+    """Whether `exc` (or what caused it) says the database server terminated or restarts.
+
+    With `connection_loss` false, only what names the server as a whole counts (a crash, a
+    recovery, a shutdown in progress); a connection closed under one session, or ended by an
+    administrator (57P01, which is also what pg_terminate_backend() sends), does not: a
+    long-running client reconnects that one and finds out from the server itself.
+    """
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if getattr(current, "sqlstate", None) in TERMINATED_SQLSTATES:
+        state = getattr(current, "sqlstate", None)
+        text = str(current)
+        if state in CRASHED_SQLSTATES or _CRASHED_TEXT.search(text):
             return True
-        if _TERMINATED_TEXT.search(str(current)):
+        if connection_loss and (state == ADMIN_SHUTDOWN or _CLOSED_TEXT.search(text)):
             return True
         current = current.__cause__ or current.__context__
     return False

@@ -18,6 +18,7 @@ MODULES = (
     "transfer",
     "explain",
     "mcp",
+    "models",
     "demo",
     "devtools",
 )

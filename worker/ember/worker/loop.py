@@ -25,6 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from ember import queries
 from ember.commands.base import EXIT_MIGRATIONS
 from ember.modelaccess import ConfigError
+from ember.servererror import server_terminated
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
 from ember.worker.shadow import ShadowPipeline
@@ -209,10 +210,60 @@ class Worker:
         self._rotation = 0
         self._background: set[asyncio.Task[Any]] = set()
         self.server = describe_server(config.database_url)
+        self._generation: Any = None  # (postmaster start, stats reset): see connect()
+        self._outage_logged = False
 
     # --- connections ---
 
+    def _db_failed(self, what: str, exc: BaseException, event: str) -> None:
+        """Log a failed database call in one line, never a traceback; a server that crashed,
+        restarts or shuts down is said once per outage (every connection fails at once then).
+
+        A closed connection alone does not tell a crash from one session ended by an
+        administrator; the next connection does (`connect` compares the server's generation).
+        """
+        if server_terminated(exc, connection_loss=False):
+            self._server_terminated()
+            return
+        log.warning("%s: %s", what, exc, extra={"event": event})
+
+    def _server_terminated(self) -> None:
+        if self._outage_logged:
+            return
+        self._outage_logged = True
+        log.error(
+            "the database server at %s terminated (a crash, a restart or a shutdown); reconnecting",
+            self.server,
+            extra={"event": "db_terminated", "server": self.server},
+        )
+        # Every connection opened before is dead too, even if it does not know yet: drop them
+        # now rather than fail once more on each.
+        self._spawn(self._drop_connections())
+
+    async def _drop_connections(self) -> None:
+        await self.pool.close()
+        for slot, conn in list(self._claim_conns.items()):
+            self._claim_conns.pop(slot, None)
+            with suppress(psycopg.Error):
+                await conn.close()
+
     async def connect(self, purpose: str) -> psycopg.AsyncConnection[Any]:
+        """A new connection; it also tells whether the server restarted since the last one
+        (its start time, or the statistics a crash recovery discards, changed)."""
+        conn = await self._open(purpose)
+        try:
+            cur = await conn.execute(queries.SERVER_GENERATION)
+            generation = await cur.fetchone()
+        except psycopg.Error:
+            await conn.close()
+            raise
+        if self._generation is not None and generation != self._generation:
+            self._server_terminated()
+        self._generation = generation
+        self._outage_logged = False
+        return conn
+
+    async def _open(self, purpose: str) -> psycopg.AsyncConnection[Any]:
         return await psycopg.AsyncConnection.connect(
             self.config.database_url,
             autocommit=True,
@@ -232,6 +283,12 @@ class Worker:
                 return await self.connect(purpose)
             except psycopg.OperationalError as exc:
                 delay = backoff.next()
+                if server_terminated(exc, connection_loss=False):
+                    # Starting up or recovering after a crash: part of the outage already said.
+                    self._db_failed("connect failed", exc, "db_unreachable")
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(self.stopping.wait(), delay)
+                    continue
                 reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "no answer"
                 log.warning(
                     "database at %s unreachable (%s); retrying in %.1fs",
@@ -367,7 +424,7 @@ class Worker:
             except psycopg.Error as exc:
                 # A lost connection is reopened on the next attempt; any other error (a refused
                 # claim) is logged and retried at the next wake-up or poll, never a crash.
-                log.warning("claim failed: %s", exc, extra={"event": "claim_failed"})
+                self._db_failed("claim failed", exc, "claim_failed")
                 if isinstance(exc, psycopg.OperationalError) or conn.broken:
                     await conn.close()
                 if isinstance(exc, psycopg.errors.DeadlockDetected):
@@ -404,10 +461,13 @@ class Worker:
                 await self._release(running)
             elif running.lost:
                 ctx.log.warning("lease lost; the run is dropped", extra={"event": "lease_lost"})
-        except Exception:
+        except Exception as exc:
             # The run stays 'running' until its lease lapses; tick() then abandons and re-offers
             # it. Never a crash of the worker.
-            ctx.log.exception("run failed to finish", extra={"event": "run_error"})
+            if isinstance(exc, psycopg.OperationalError):
+                self._db_failed("run failed to finish", exc, "run_error")
+            else:
+                ctx.log.exception("run failed to finish", extra={"event": "run_error"})
         finally:
             keeper.cancel()
             with suppress(asyncio.CancelledError):
@@ -430,7 +490,7 @@ class Worker:
                 },
             )
         except psycopg.Error as exc:
-            log.warning("release failed (the lease will lapse instead): %s", exc)
+            self._db_failed("release failed (the lease will lapse instead)", exc, "release_failed")
 
     async def _keep_lease(self, running: _Running) -> None:
         """Renew the lease at a third of its length; each renewal also checks for a cancel."""
@@ -444,7 +504,7 @@ class Worker:
                         conn, running.job.run_id
                     )
             except psycopg.Error as exc:
-                log.warning("lease renewal failed: %s", exc, extra={"event": "lease_retry"})
+                self._db_failed("lease renewal failed", exc, "lease_retry")
                 continue
             if not ours:
                 running.lost = True
@@ -483,7 +543,7 @@ class Worker:
                 async with self.pool.connection() as conn:
                     confirmed = await running.pipeline.is_cancelled(conn, run_id)
             except psycopg.Error as exc:
-                log.warning("cancel check failed: %s", exc)
+                self._db_failed("cancel check failed", exc, "cancel_check_failed")
                 continue
             if confirmed:
                 self._abort(running)
@@ -514,12 +574,15 @@ class Worker:
                         await conn.execute(queries.KEEPALIVE)
             except psycopg.Error as exc:
                 delay = backoff.next()
-                log.warning(
-                    "listen connection lost (%s); reconnecting in %.1fs",
-                    str(exc).strip() or type(exc).__name__,
-                    delay,
-                    extra={"event": "listen_lost", "server": self.server},
-                )
+                if server_terminated(exc, connection_loss=False):
+                    self._db_failed("listen connection lost", exc, "listen_lost")
+                else:
+                    log.warning(
+                        "listen connection lost (%s); reconnecting in %.1fs",
+                        str(exc).strip() or type(exc).__name__,
+                        delay,
+                        extra={"event": "listen_lost", "server": self.server},
+                    )
                 with suppress(TimeoutError):
                     await asyncio.wait_for(self.stopping.wait(), delay)
 
@@ -554,7 +617,7 @@ class Worker:
                     if result and (result.get("runs_abandoned") or result.get("ready")):
                         log.info("tick", extra={"event": "tick", **result})
             except psycopg.Error as exc:
-                log.warning("tick failed: %s", exc, extra={"event": "tick_failed"})
+                self._db_failed("tick failed", exc, "tick_failed")
                 if conn is not None and (isinstance(exc, psycopg.OperationalError) or conn.broken):
                     await conn.close()
                     conn = None

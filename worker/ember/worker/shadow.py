@@ -191,6 +191,20 @@ def build_hot_request(
     if stream is not None and stream.text(request_text) == "true":
         edits.append((stream.start, stream.end, "false"))
 
+    # Cache diagnostics: compare this replay with the request that wrote the prefix, so a miss
+    # comes back with the API's reason (diagnostics.cache_miss_reason). A top-level request
+    # setting outside system, tools and messages: the prefix and its thinking are unchanged.
+    answer_id = json.loads(response_text).get("id") if resp.keys.get("id") else None
+    diagnostics = _compact(
+        {"previous_message_id": answer_id if isinstance(answer_id, str) else None}
+    )
+    existing = req.keys.get("diagnostics")
+    if existing is not None:
+        edits.append((existing.start, existing.end, diagnostics))
+    else:
+        close = req.end - 1
+        edits.append((close, close, f',"diagnostics":{diagnostics}'))
+
     body = splice(request_text, edits)
     return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
 
@@ -232,7 +246,12 @@ def proposals_from(response: dict[str, Any]) -> list[Any]:
 
 
 def _outcome(
-    status: str, error: str | None, usage: dict[str, int], started: float, proposals: list[Any]
+    status: str,
+    error: str | None,
+    usage: dict[str, int],
+    started: float,
+    proposals: list[Any],
+    diagnostics: Any = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -241,6 +260,8 @@ def _outcome(
         "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
         "finished_at": datetime.now(UTC).isoformat(),
         "proposals": proposals,
+        # The response's cache diagnostics, as the API gave them (an object or null).
+        "diagnostics": diagnostics if isinstance(diagnostics, dict) else None,
     }
 
 
@@ -306,6 +327,7 @@ class ShadowPipeline:
         started = time.monotonic()
         usage = empty_usage()
         proposals: list[Any] = []
+        diagnostics: Any = None
         outcome: dict[str, Any]
         try:
             if path == "hot":
@@ -317,6 +339,7 @@ class ShadowPipeline:
                 )
                 response = await self._call(ctx, model, hot.body, usage)
                 usage = add_usage(usage, usage_of(response))
+                diagnostics = response.get("diagnostics")
                 proposals = proposals_from(response)
             else:
                 for page in plan.get("pages") or []:
@@ -324,7 +347,7 @@ class ShadowPipeline:
                     response = await self._call(ctx, model, body, usage)
                     usage = add_usage(usage, usage_of(response))
                     proposals.extend(proposals_from(response))
-            outcome = _outcome("completed", None, usage, started, proposals)
+            outcome = _outcome("completed", None, usage, started, proposals, diagnostics)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -335,7 +358,7 @@ class ShadowPipeline:
                 task.uncancel()
             outcome = _outcome("failed", "interrupted-by-user", usage, started, [])
         except (CallError, PlanError) as exc:
-            outcome = _outcome("failed", str(exc), usage, started, [])
+            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics)
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
             outcome = _outcome("failed", describe_error(exc), usage, started, [])
         # The call is over: the submit is one short statement, and it runs to the end even if a
