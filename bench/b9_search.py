@@ -12,7 +12,7 @@ Recall. bench/data/search_zh_partial.json: Chinese facts from the seed documents
 2-4 character partial queries; answered when the fact is in the first five, without the embedder.
 The same queries are run against the alternatives the term design was chosen over: pg_trgm (a
 trigram GIN index, `text LIKE '%query%'` ranked by similarity) and the english configuration
-alone (the terms before migration 0032). bench/data/search_questions.json: natural-language
+alone (the terms before migration 0033). bench/data/search_questions.json: natural-language
 questions in English and Chinese, top-5 recall with the embedder off and on (all-MiniLM-L6-v2).
 
 MCP. At 10,000 facts, `ember mcp` over stdio (the MCP Python SDK's client) answers the
@@ -376,7 +376,7 @@ def main() -> int:
         f"| {rec['zh_ember'][2]:.2f} ms | >= 90%: {'meets' if zh_ok else 'MISSES'} |",
         f"| pg_trgm: `LIKE '%query%'` on a trigram GIN index, by similarity "
         f"| {_pct(rec['zh_trgm'])} | {rec['zh_trgm'][2]:.2f} ms | |",
-        f"| english configuration alone (before 0032) | {_pct(rec['zh_english'])} "
+        f"| english configuration alone (before 0033) | {_pct(rec['zh_english'])} "
         f"| {rec['zh_english'][2]:.2f} ms | |",
         f"| Ember, the set among 20,000 random Chinese facts | {_pct(rec['zh_ember_20k'])} "
         f"| {rec['zh_ember_20k'][2]:.2f} ms | |",

@@ -61,7 +61,7 @@ BEGIN
 END;
 $$;
 
--- The terms of a query, as search_document() makes a fact's terms (db/migrations/0032): stemmed
+-- The terms of a query, as search_document() makes a fact's terms (db/migrations/0033): stemmed
 -- english words without stop words, and for CJK runs their character pairs (a one-character run
 -- as itself). Words that ask rather than say are dropped, so a question is matched by what it is
 -- about: the english stop list already holds what, who, when, where, why, how, do, did; the

@@ -99,9 +99,18 @@ CREATE INDEX threads_isolated ON ember.threads (id) WHERE seal_tier = 'isolated'
 -- How many facts one query term may match and still choose the candidates by itself (fewer
 -- than this many facts hold it, by the planner's statistics); a term more common than that only
 -- ranks them. And how many of the newest facts a query of common terms alone reads.
-INSERT INTO ember.settings (key, value, description) VALUES
-('search_common_facts', '250', 'a query term in more facts than this ranks search candidates but does not choose them'),
-('search_recent_window', '400', 'facts (newest first) that a query of only common terms is matched against')
+INSERT INTO ember.settings (key, value, description, value_type, min_value, max_value, default_value)
+VALUES
+(
+    'search_common_facts', '250',
+    'a query term in more facts than this ranks search candidates but does not choose them',
+    'integer', '1', '100000000', '250'
+),
+(
+    'search_recent_window', '400',
+    'facts (newest first) that a query of only common terms is matched against',
+    'integer', '1', '100000', '400'
+)
 ON CONFLICT (key) DO NOTHING;
 
 -- The steward's write_fact asks whether an active fact already says the same (text_key equal)
