@@ -22,6 +22,7 @@ MODULES = (
     "settings",
     "forget",
     "search",
+    "mcp",
     "models",
     "demo",
     "devtools",
