@@ -18,6 +18,25 @@
 -- text_key columns of facts and shadow_proposals are computed with it, so it changes only with a
 -- migration that recomputes them.
 
+-- A comparison function whose result columns changed cannot be replaced in place (CREATE OR
+-- REPLACE keeps the old result type), so it is dropped, with the view of the same name over it,
+-- when its current result lacks p_expect (a column and its type, as pg_get_function_result prints
+-- them); the file then creates both anew and 069_analyst_role.sql grants them again. Once the
+-- definitions agree this does nothing, so a migrate that changes nothing drops nothing. Comparing
+-- whole result texts instead would drop on any cosmetic difference of the catalog's spelling.
+CREATE OR REPLACE FUNCTION ember.comparison_drop_if_changed(p_signature text, p_expect text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_fn regprocedure := to_regprocedure(p_signature);
+BEGIN
+    IF v_fn IS NOT NULL AND strpos(pg_get_function_result(v_fn), p_expect) = 0 THEN
+        EXECUTE format('DROP FUNCTION %s CASCADE', v_fn);
+    END IF;
+END;
+$$;
+
 -- A window is [since, until); an empty or reversed one is a mistake worth naming.
 CREATE OR REPLACE FUNCTION ember.comparison_check_window(p_since timestamptz, p_until timestamptz)
 RETURNS void
@@ -46,38 +65,105 @@ SELECT t.id AS thread_id
 FROM ember.threads AS t
 WHERE ember.is_isolated(t.id);
 
--- Every pointer of every fact, resolved to the thread it points into.
+-- Why shadow never reads a thread, or NULL when it may: main (its reading moves to progress
+-- reports, seed 000 section 3) and the steward's own record. Isolated threads are not named here:
+-- the comparison leaves them out altogether. The rule is ember.shadow_excluded
+-- (040_shadow_signals.sql); this only gives each case of it words, and pgTAP holds the two equal
+-- for every thread kind.
+CREATE OR REPLACE FUNCTION ember.shadow_unread_thread_reason(p_thread text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN ember.is_isolated(p_thread) THEN 'isolated: nothing automated reads it'
+        WHEN ember.is_steward_thread(p_thread) THEN 'steward record: shadow never reads it'
+        WHEN ember.shadow_excluded(p_thread) THEN 'main: shadow never reads main'
+    END
+$$;
+
+-- The threads shadow never reads and the comparison still shows (main, the steward's record),
+-- with the reason, computed once per thread rather than once per pointer.
+CREATE OR REPLACE VIEW ember.comparison_unread_threads AS
+SELECT
+    t.id AS thread_id,
+    ember.shadow_unread_thread_reason(t.id) AS reason
+FROM ember.threads AS t
+WHERE ember.shadow_excluded(t.id) AND NOT ember.is_isolated(t.id);
+
+-- Every pointer of every fact, resolved to the thread it points into, with why shadow could never
+-- have read the row it names (unread_reason, NULL when shadow reads it): a thread shadow never
+-- reads, or a row at or below the shadow cursor's baseline of its generation (seed 000 section 7:
+-- history from before activation is skipped on purpose, so it cannot count against shadow). A
+-- generation pointer is unread when every row of that generation is below the baseline. A
+-- generation with no cursor is read from its start, as ember.shadow_read_position has it.
 CREATE OR REPLACE VIEW ember.comparison_fact_pointers AS
 SELECT
     fe.fact_id,
     fe.ordinal,
     fe.message_id,
     fe.generation_id,
-    coalesce(m.thread_id, g.thread_id) AS thread_id
+    coalesce(m.thread_id, g.thread_id) AS thread_id,
+    CASE
+        WHEN u.thread_id IS NOT NULL THEN u.reason
+        WHEN c.initialization = 'steward' AND (m.seq <= c.baseline_seq OR gp.last_seq <= c.baseline_seq)
+            THEN 'before activation: the steward had digested it'
+        WHEN m.seq <= c.baseline_seq OR gp.last_seq <= c.baseline_seq
+            THEN 'before activation: history shadow skips'
+    END AS unread_reason
 FROM ember.fact_evidence AS fe
 LEFT JOIN ember.messages AS m ON fe.message_id = m.id
-LEFT JOIN ember.generations AS g ON fe.generation_id = g.id;
+LEFT JOIN ember.generations AS g ON fe.generation_id = g.id
+LEFT JOIN ember.generation_progress AS gp ON g.id = gp.generation_id
+LEFT JOIN ember.comparison_unread_threads AS u ON u.thread_id = coalesce(m.thread_id, g.thread_id)
+LEFT JOIN ember.shadow_cursors AS c
+    ON c.thread_id = coalesce(m.thread_id, g.thread_id) AND c.generation_id = coalesce(m.generation_id, g.id);
 
--- Facts of a window that touch no isolated thread, once per thread they point into. The isolated
--- facts are found once, as a set (NOT IN a hashed subplan), rather than asked per pointer.
+-- Facts of a window that touch no isolated thread, once per thread they point into, with why
+-- shadow could not have read any of the fact's rows in that thread (excluded_reason: the first
+-- pointer's reason; NULL when shadow reads at least one). The isolated facts are found once, as a
+-- set (NOT IN a hashed subplan), rather than asked per pointer.
+CREATE OR REPLACE FUNCTION ember.comparison_all_facts(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (
+    fact_id bigint, thread_id text, text text, text_key text, categories text[], created_at timestamptz,
+    excluded_reason text
+)
+LANGUAGE sql STABLE
+AS $$
+    -- The window is applied to the facts before their pointers are grouped, so a day of
+    -- comparison_daily groups that day's pointers, not all of them.
+    WITH f AS MATERIALIZED (
+        SELECT f.id, f.text, f.text_key, f.categories, f.created_at
+        FROM ember.facts AS f
+        WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
+    )
+    SELECT f.id, t.thread_id, f.text, f.text_key, f.categories, f.created_at, t.excluded_reason
+    FROM (
+        SELECT fp.fact_id, fp.thread_id,
+               CASE WHEN bool_and(fp.unread_reason IS NOT NULL)
+                    THEN (array_agg(fp.unread_reason ORDER BY fp.ordinal))[1] END AS excluded_reason
+        FROM ember.comparison_fact_pointers AS fp
+        WHERE fp.thread_id IS NOT NULL AND fp.fact_id IN (SELECT f.id FROM f)
+        GROUP BY fp.fact_id, fp.thread_id
+    ) AS t
+    JOIN f ON f.id = t.fact_id
+    WHERE f.id NOT IN (
+        SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
+        WHERE x.thread_id IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
+    )
+$$;
+
+-- The facts shadow's coverage is measured against: comparison_all_facts less what shadow could
+-- never have read. Every coverage's denominator, and every pair, comes from here, so a fact of
+-- main neither counts against shadow nor pairs with a proposal.
 CREATE OR REPLACE FUNCTION ember.comparison_facts(p_since timestamptz, p_until timestamptz)
 RETURNS TABLE (
     fact_id bigint, thread_id text, text text, text_key text, categories text[], created_at timestamptz
 )
 LANGUAGE sql STABLE
 AS $$
-    SELECT f.id, t.thread_id, f.text, f.text_key, f.categories, f.created_at
-    FROM (
-        SELECT DISTINCT fp.fact_id, fp.thread_id
-        FROM ember.comparison_fact_pointers AS fp
-        WHERE fp.thread_id IS NOT NULL
-    ) AS t
-    JOIN ember.facts AS f ON f.id = t.fact_id
-    WHERE ember.comparison_in_window(f.created_at, p_since, p_until)
-      AND f.id NOT IN (
-          SELECT x.fact_id FROM ember.comparison_fact_pointers AS x
-          WHERE x.thread_id IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-      )
+    SELECT a.fact_id, a.thread_id, a.text, a.text_key, a.categories, a.created_at
+    FROM ember.comparison_all_facts(p_since, p_until) AS a
+    WHERE a.excluded_reason IS NULL
 $$;
 
 -- Valid (not rejected) proposals of a window on threads that are not isolated.
@@ -234,6 +320,48 @@ is a neighbour, NOT semantic coverage; shared evidence is reported separately an
 coverage. Windowed: ember.comparison_evidence(since, until). No isolated thread.';
 
 -- comparison_semantic ---------------------------------------------------------------------------
+
+-- The judged pairs by id, once each: the one definition, which comparison_semantic dresses with
+-- texts and its judge, and the summary counts. The proposal's thread names the pair (the judge
+-- groups by label categories, not by thread, so the fact may cite another).
+CREATE OR REPLACE FUNCTION ember.comparison_semantic_pairs(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (thread_id text, proposal_id bigint, fact_id bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT DISTINCT p.thread_id, p.proposal_id, jp.fact_id
+    FROM ember.judged_pairs AS jp
+    JOIN ember.judge_runs AS r ON r.id = jp.judge_run_id AND r.status = 'completed'
+    JOIN ember.comparison_proposals(p_since, p_until) AS p ON p.proposal_id = jp.proposal_id
+    WHERE jp.fact_id IN (SELECT f.fact_id FROM ember.comparison_facts(p_since, p_until) AS f)
+$$;
+
+-- What a completed judge run was shown, by side and id: a fact or proposal here was judged, and
+-- one in no pair was judged unmatched; one not here was never judged, which is not the same.
+CREATE OR REPLACE FUNCTION ember.comparison_judged_items()
+RETURNS TABLE (side text, item_id bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT DISTINCT 'fact'::text, x.id
+    FROM ember.judge_runs AS r CROSS JOIN LATERAL unnest(r.fact_ids) AS x (id)
+    WHERE r.status = 'completed'
+    UNION
+    SELECT DISTINCT 'proposal'::text, x.id
+    FROM ember.judge_runs AS r CROSS JOIN LATERAL unnest(r.proposal_ids) AS x (id)
+    WHERE r.status = 'completed'
+$$;
+
+-- Every pair of every kind, by id: what "matched" means in the drill-down and the counts of
+-- steward-only facts and shadow-only proposals.
+CREATE OR REPLACE FUNCTION ember.comparison_matches(p_since timestamptz, p_until timestamptz)
+RETURNS TABLE (kind text, thread_id text, proposal_id bigint, fact_id bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT 'exact'::text, e.thread_id, e.proposal_id, e.fact_id FROM ember.comparison_exact_pairs(p_since, p_until) AS e
+    UNION ALL
+    SELECT 'evidence', e.thread_id, e.proposal_id, e.fact_id FROM ember.comparison_evidence_pairs(p_since, p_until) AS e
+    UNION ALL
+    SELECT 'semantic', s.thread_id, s.proposal_id, s.fact_id FROM ember.comparison_semantic_pairs(p_since, p_until) AS s
+$$;
 
 CREATE OR REPLACE FUNCTION ember.comparison_semantic(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL

@@ -3,7 +3,12 @@
 -- comparison_cost and comparison_latency --------------------------------------------------------
 
 -- Every run of every pipeline with its usage and price snapshot, in one shape. Shadow runs of an
--- isolated thread are left out like everything else of such a thread.
+-- isolated thread are left out like everything else of such a thread. path is hot, cold or
+-- steward (the judge's runs: judge); run_id is the id in the pipeline's own table; thread_id is
+-- the shadow run's thread (NULL for the steward, which reads many, and the judge).
+-- messages_digested: rows a completed run read to the end, the steward's digested_rows and a
+-- shadow run's rows above from_seq up to through_seq in its generation, left to
+-- comparison_run_list, which counts them only for the runs it lists.
 CREATE OR REPLACE VIEW ember.comparison_runs AS
 SELECT
     'steward'::text AS pipeline,
@@ -22,7 +27,14 @@ SELECT
     s.price_cache_write_5m,
     s.price_cache_write_1h,
     s.price_cache_read,
-    s.price_tiers
+    s.price_tiers,
+    s.id AS run_id,
+    'steward'::text AS path,
+    NULL::text AS thread_id,
+    s.generation_id,
+    NULL::bigint AS from_seq,
+    NULL::bigint AS through_seq,
+    CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows
 FROM ember.steward_runs AS s
 UNION ALL
 SELECT
@@ -42,7 +54,14 @@ SELECT
     r.price_cache_write_5m,
     r.price_cache_write_1h,
     r.price_cache_read,
-    r.price_tiers
+    r.price_tiers,
+    r.id AS run_id,
+    r.path,
+    r.thread_id,
+    r.generation_id,
+    r.from_seq,
+    r.through_seq,
+    NULL::bigint AS digested_rows
 FROM ember.shadow_runs AS r
 WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
@@ -63,10 +82,20 @@ SELECT
     j.price_cache_write_5m,
     j.price_cache_write_1h,
     j.price_cache_read,
-    j.price_tiers
+    j.price_tiers,
+    j.id AS run_id,
+    'judge'::text AS path,
+    NULL::text AS thread_id,
+    NULL::uuid AS generation_id,
+    NULL::bigint AS from_seq,
+    NULL::bigint AS through_seq,
+    0::bigint AS digested_rows
 FROM ember.judge_runs AS j;
 
--- A run's list-price estimate in USD (ember.run_cost_usd), or NULL when any price of its snapshot is
+-- What a run cost at list price: every USD figure of the comparison (cost by pipeline, by
+-- path, by thread, per run, per fact) is a sum of run_usd and run_output_usd, and both price
+-- through ember.run_cost_usd (048_shadow_cost.sql), so a change of how a token kind is priced
+-- is a change there only. A run's list-price estimate in USD (ember.run_cost_usd), or NULL when any price of its snapshot is
 -- missing.
 CREATE OR REPLACE FUNCTION ember.run_usd(r ember.comparison_runs)
 RETURNS numeric
@@ -79,6 +108,23 @@ AS $$
     )
 $$;
 
+-- The output tokens' part of run_usd (seed 000 section 9: on the hot path the input is mostly
+-- cache reads, and output is paid at the thread's own model's price: "the column to watch"): the
+-- run's cost less what it would cost without its output, so a price tier chosen by the input's
+-- size prices the output too, exactly as run_cost_usd does.
+CREATE OR REPLACE FUNCTION ember.run_output_usd(r ember.comparison_runs)
+RETURNS numeric
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT ember.run_usd(r) - ember.run_cost_usd(
+        r.input_tokens, r.cache_read_tokens, r.cache_write_5m_tokens, r.cache_write_1h_tokens,
+        0, r.price_input, r.price_output, r.price_cache_write_5m,
+        r.price_cache_write_1h, r.price_cache_read, r.price_tiers
+    )
+$$;
+
+SELECT ember.comparison_drop_if_changed('ember.comparison_cost(timestamptz, timestamptz)', 'input_tokens bigint');
+
 CREATE OR REPLACE FUNCTION ember.comparison_cost(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -87,11 +133,11 @@ RETURNS TABLE (
     model text,
     status text,
     runs bigint,
-    input_tokens numeric,
-    cache_read_tokens numeric,
-    cache_write_5m_tokens numeric,
-    cache_write_1h_tokens numeric,
-    output_tokens numeric,
+    input_tokens bigint,
+    cache_read_tokens bigint,
+    cache_write_5m_tokens bigint,
+    cache_write_1h_tokens bigint,
+    output_tokens bigint,
     runs_without_price bigint,
     estimated_usd numeric
 )
@@ -102,8 +148,8 @@ BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
     SELECT r.pipeline, r.model, r.status, count(*),
-           sum(r.input_tokens), sum(r.cache_read_tokens), sum(r.cache_write_5m_tokens),
-           sum(r.cache_write_1h_tokens), sum(r.output_tokens),
+           sum(r.input_tokens)::bigint, sum(r.cache_read_tokens)::bigint, sum(r.cache_write_5m_tokens)::bigint,
+           sum(r.cache_write_1h_tokens)::bigint, sum(r.output_tokens)::bigint,
            count(*) FILTER (WHERE ember.run_usd(r) IS NULL),
            -- A missing price makes the whole group unknown: never a smaller total.
            CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END
@@ -121,8 +167,13 @@ COMMENT ON VIEW ember.comparison_cost IS
 'Cost by pipeline (steward, shadow hot, shadow cold, semantic judge) x model x status: runs, tokens by kind,
 and estimated USD from each run''s own list-price snapshot. A list-price snapshot, not subscription billing.
 estimated_usd is NULL for a group when any of its runs lacks a price (runs_without_price), never a smaller
-total. Windowed by run start: ember.comparison_cost(since, until). No run of an isolated thread.';
+total. Windowed by run start: ember.comparison_cost(since, until). No run of an isolated thread. The runs
+themselves: comparison_run_list.';
 
+SELECT ember.comparison_drop_if_changed('ember.comparison_latency(timestamptz, timestamptz)', 'p50_ms bigint');
+
+-- Percentiles are rounded to whole milliseconds: a latency measured in milliseconds has no
+-- meaningful fraction, and 152.34999999999997 reads as noise in psql and in JSON alike.
 CREATE OR REPLACE FUNCTION ember.comparison_latency(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -130,8 +181,8 @@ RETURNS TABLE (
     pipeline text,
     model text,
     runs bigint,
-    p50_ms double precision,
-    p95_ms double precision,
+    p50_ms bigint,
+    p95_ms bigint,
     max_ms bigint
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -141,8 +192,8 @@ BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
     RETURN QUERY
     SELECT r.pipeline, r.model, count(*),
-           percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_ms),
-           percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms),
+           round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
+           round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
            max(r.latency_ms)
     FROM ember.comparison_runs AS r
     WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
@@ -156,8 +207,93 @@ CREATE OR REPLACE VIEW ember.comparison_latency AS
 SELECT * FROM ember.comparison_latency(NULL, NULL);
 
 COMMENT ON VIEW ember.comparison_latency IS
-'Latency of finished runs by pipeline and model: p50 and p95 (continuous
-percentiles) and max, in milliseconds. Windowed by run start: ember.comparison_latency(since, until).';
+'Latency of finished runs by pipeline and model: p50 and p95 (continuous percentiles, rounded to whole
+milliseconds) and max, in milliseconds. Windowed by run start: ember.comparison_latency(since, until).';
+
+-- comparison_run_list ---------------------------------------------------------------------------
+
+-- The runs behind every cost and latency figure, one row each.
+CREATE OR REPLACE FUNCTION ember.comparison_run_list(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
+)
+RETURNS TABLE (
+    pipeline text,
+    path text,
+    run_id bigint,
+    thread_id text,
+    model text,
+    status text,
+    started_at timestamptz,
+    finished_at timestamptz,
+    latency_ms bigint,
+    input_tokens bigint,
+    cache_read_tokens bigint,
+    cache_write_5m_tokens bigint,
+    cache_write_1h_tokens bigint,
+    output_tokens bigint,
+    messages_digested bigint,
+    facts_written bigint,
+    proposals_written bigint,
+    valid_proposals_written bigint,
+    estimated_usd numeric,
+    output_usd numeric
+)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, ember, pg_temp
+SET work_mem = '64MB'
+AS $$
+BEGIN
+    PERFORM ember.comparison_check_window(p_since, p_until);
+    RETURN QUERY
+    WITH runs AS MATERIALIZED (
+        SELECT r.*, ember.run_usd(r) AS usd, ember.run_output_usd(r) AS out_usd
+        FROM ember.comparison_runs AS r
+        WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+    ),
+    facts_by_run AS (
+        SELECT f.run_id, count(*) AS n FROM ember.facts AS f
+        WHERE f.run_id IN (SELECT runs.run_id FROM runs WHERE runs.path = 'steward')
+        GROUP BY f.run_id
+    ),
+    proposals_by_run AS (
+        SELECT p.run_id, count(*) AS n, count(*) FILTER (WHERE p.validation_error IS NULL) AS valid
+        FROM ember.shadow_proposals AS p
+        WHERE p.run_id IN (SELECT runs.run_id FROM runs WHERE runs.path IN ('hot', 'cold'))
+        GROUP BY p.run_id
+    )
+    SELECT r.pipeline, r.path, r.run_id, r.thread_id, r.model, r.status, r.started_at, r.finished_at,
+           r.latency_ms, r.input_tokens, r.cache_read_tokens, r.cache_write_5m_tokens, r.cache_write_1h_tokens,
+           r.output_tokens,
+           CASE
+               WHEN r.path NOT IN ('hot', 'cold') THEN r.digested_rows
+               WHEN r.status <> 'completed' THEN 0::bigint
+               ELSE (SELECT count(*) FROM ember.messages AS m
+                     WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq AND m.seq <= r.through_seq)
+           END,
+           CASE WHEN r.path = 'steward' THEN coalesce(fr.n, 0) END,
+           CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.n, 0) END,
+           CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.valid, 0) END,
+           round(r.usd, 6), round(r.out_usd, 6)
+    FROM runs AS r
+    LEFT JOIN facts_by_run AS fr ON r.path = 'steward' AND fr.run_id = r.run_id
+    LEFT JOIN proposals_by_run AS pr ON r.path IN ('hot', 'cold') AND pr.run_id = r.run_id
+    ORDER BY r.started_at, r.pipeline, r.run_id;
+END;
+$$;
+
+CREATE OR REPLACE VIEW ember.comparison_run_list AS
+SELECT * FROM ember.comparison_run_list(NULL, NULL);
+
+COMMENT ON VIEW ember.comparison_run_list IS
+'One row per run of every pipeline (the rows behind comparison_cost, comparison_latency and the USD and
+latency columns of comparison_summary and comparison_by_path): pipeline (steward, shadow hot, shadow cold,
+semantic judge), path (steward, hot, cold, judge), the run id in its own table, the shadow run''s thread
+(NULL for the steward and the judge), model, status, start, finish, latency_ms, tokens by kind;
+messages_digested, the rows a completed run read to the end (the steward''s digested rows; a shadow run''s
+rows from_seq < seq <= through_seq of its generation; 0 for a run that did not complete); facts_written
+(steward), proposals_written and valid_proposals_written (shadow); estimated_usd (NULL when the run lacks a
+price) and output_usd, its output tokens'' part, from the run''s list-price snapshot. Windowed by run start:
+ember.comparison_run_list(since, until). No run of an isolated thread.';
 
 -- comparison_evidence_quality -------------------------------------------------------------------
 
@@ -197,7 +333,7 @@ BEGIN
                f.evidence_kind, fe.ordinal::bigint, fe.message_id, fe.generation_id
         FROM ember.facts AS f
         JOIN ember.fact_evidence AS fe ON fe.fact_id = f.id
-        WHERE f.id IN (SELECT cf.fact_id FROM ember.comparison_facts(p_since, p_until) AS cf)
+        WHERE f.id IN (SELECT cf.fact_id FROM ember.comparison_all_facts(p_since, p_until) AS cf)
     ),
     resolved AS (
         SELECT ptr.*,

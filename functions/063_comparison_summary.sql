@@ -13,6 +13,8 @@ AS $$
     )
 $$;
 
+SELECT ember.comparison_drop_if_changed('ember.comparison_summary(timestamptz, timestamptz)', 'last_at timestamp');
+
 CREATE OR REPLACE FUNCTION ember.comparison_summary(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -33,10 +35,17 @@ RETURNS TABLE (
     steward_usd numeric,
     shadow_usd numeric,
     judge_usd numeric,
-    steward_p50_ms double precision,
-    steward_p95_ms double precision,
-    shadow_p50_ms double precision,
-    shadow_p95_ms double precision
+    steward_p50_ms bigint,
+    steward_p95_ms bigint,
+    shadow_p50_ms bigint,
+    shadow_p95_ms bigint,
+    excluded_facts bigint,
+    steward_only_facts bigint,
+    shadow_only_proposals bigint,
+    semantic_judged_facts bigint,
+    judge_runs bigint,
+    first_at timestamptz,
+    last_at timestamptz
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
@@ -44,12 +53,22 @@ SET work_mem = '64MB'
 AS $$
 DECLARE
     v_facts bigint;
+    v_excluded bigint;
+    v_first timestamptz;
+    v_last timestamptz;
 BEGIN
     PERFORM ember.comparison_check_window(p_since, p_until);
-    SELECT count(DISTINCT f.fact_id) INTO v_facts FROM ember.comparison_facts(p_since, p_until) AS f;
+    -- A fact shadow reads in one thread it cites is not excluded for another it also cites.
+    SELECT count(*) FILTER (WHERE x.in_scope), count(*) FILTER (WHERE NOT x.in_scope), min(x.at), max(x.at)
+    INTO v_facts, v_excluded, v_first, v_last
+    FROM (
+        SELECT a.fact_id, bool_or(a.excluded_reason IS NULL) AS in_scope, min(a.created_at) AS at
+        FROM ember.comparison_all_facts(p_since, p_until) AS a
+        GROUP BY a.fact_id
+    ) AS x;
     RETURN QUERY
     WITH prop AS (
-        SELECT p.validation_error
+        SELECT p.id, p.validation_error, p.created_at
         FROM ember.shadow_proposals AS p
         WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
           AND ember.comparison_in_window(p.created_at, p_since, p_until)
@@ -61,9 +80,20 @@ BEGIN
             FROM prop WHERE prop.validation_error IS NOT NULL GROUP BY 1
         ) AS x
     ),
-    ex AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_exact_pairs(p_since, p_until) AS e),
-    ev AS (SELECT count(DISTINCT e.fact_id) AS n FROM ember.comparison_evidence_pairs(p_since, p_until) AS e),
-    se AS (SELECT count(DISTINCT s.fact_id) AS n FROM ember.comparison_semantic(p_since, p_until) AS s),
+    matches AS MATERIALIZED (SELECT * FROM ember.comparison_matches(p_since, p_until)),
+    m AS (
+        SELECT count(DISTINCT matches.fact_id) FILTER (WHERE matches.kind = 'exact') AS ex,
+               count(DISTINCT matches.fact_id) FILTER (WHERE matches.kind = 'evidence') AS ev,
+               count(DISTINCT matches.fact_id) FILTER (WHERE matches.kind = 'semantic') AS se,
+               count(DISTINCT matches.fact_id) AS any_fact,
+               count(DISTINCT matches.proposal_id) AS any_proposal
+        FROM matches
+    ),
+    judged AS (
+        SELECT count(DISTINCT f.fact_id) AS n
+        FROM ember.comparison_facts(p_since, p_until) AS f
+        WHERE f.fact_id IN (SELECT j.item_id FROM ember.comparison_judged_items() AS j WHERE j.side = 'fact')
+    ),
     cost AS (
         SELECT
             -- NULL as soon as one group of the pipeline is NULL; 0 when it has no runs at all.
@@ -72,8 +102,14 @@ BEGIN
             CASE WHEN bool_and(c.estimated_usd IS NOT NULL) FILTER (WHERE c.pipeline LIKE 'shadow %') IS NOT FALSE
                  THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline LIKE 'shadow %'), 0) END AS shadow,
             CASE WHEN bool_and(c.estimated_usd IS NOT NULL) FILTER (WHERE c.pipeline = 'semantic judge') IS NOT FALSE
-                 THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline = 'semantic judge'), 0) END AS judge
+                 THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline = 'semantic judge'), 0) END AS judge,
+            coalesce(sum(c.runs) FILTER (WHERE c.pipeline = 'semantic judge'), 0)::bigint AS judge_runs
         FROM ember.comparison_cost(p_since, p_until) AS c
+    ),
+    runs AS (
+        SELECT r.pipeline, r.latency_ms, r.started_at, r.finished_at
+        FROM ember.comparison_runs AS r
+        WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
     ),
     lat AS (
         SELECT
@@ -83,22 +119,37 @@ BEGIN
                 FILTER (WHERE r.pipeline LIKE 'shadow %') AS h50,
             percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms)
                 FILTER (WHERE r.pipeline LIKE 'shadow %') AS h95
-        FROM ember.comparison_runs AS r
+        FROM runs AS r
         WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
-          AND ember.comparison_in_window(r.started_at, p_since, p_until)
+    ),
+    span AS (
+        SELECT min(x.at) AS first_at, max(x.at) AS last_at
+        FROM (
+            SELECT prop.created_at AS at FROM prop
+            UNION ALL
+            SELECT unnest(ARRAY[v_first, v_last])
+            UNION ALL
+            SELECT runs.started_at FROM runs
+            UNION ALL
+            SELECT runs.finished_at FROM runs
+            WHERE runs.finished_at IS NOT NULL AND ember.comparison_in_window(runs.finished_at, p_since, p_until)
+        ) AS x
+    ),
+    counts AS (
+        SELECT count(*) AS n, count(*) FILTER (WHERE prop.validation_error IS NULL) AS valid FROM prop
     )
     SELECT p_since, p_until,
-           (SELECT count(*) FROM prop),
-           (SELECT count(*) FROM prop WHERE prop.validation_error IS NULL),
-           (SELECT count(*) FROM prop WHERE prop.validation_error IS NOT NULL),
+           counts.n, counts.valid, counts.n - counts.valid,
            reasons.by_reason,
            v_facts,
-           ex.n, round(ex.n::numeric / nullif(v_facts, 0), 4),
-           ev.n, round(ev.n::numeric / nullif(v_facts, 0), 4),
-           se.n, round(se.n::numeric / nullif(v_facts, 0), 4),
+           m.ex, round(m.ex::numeric / nullif(v_facts, 0), 4),
+           m.ev, round(m.ev::numeric / nullif(v_facts, 0), 4),
+           m.se, CASE WHEN judged.n > 0 THEN round(m.se::numeric / nullif(v_facts, 0), 4) END,
            cost.steward, cost.shadow, cost.judge,
-           lat.s50, lat.s95, lat.h50, lat.h95
-    FROM reasons, ex, ev, se, cost, lat;
+           round(lat.s50)::bigint, round(lat.s95)::bigint, round(lat.h50)::bigint, round(lat.h95)::bigint,
+           v_excluded, v_facts - m.any_fact, counts.valid - m.any_proposal, judged.n, cost.judge_runs,
+           span.first_at, span.last_at
+    FROM counts, reasons, m, judged, cost, lat, span;
 END;
 $$;
 
@@ -109,8 +160,15 @@ COMMENT ON VIEW ember.comparison_summary IS
 'One row per window (this view: all time; ember.comparison_summary(since, until) for a window). Three
 coverages of steward facts in separate columns, never mixed: exact (normalized text equal), evidence
 (neighbours sharing a pointer, not coverage of meaning) and semantic (judged pairs, reviewable, not truth);
-each is facts covered / facts, NULL when the window has no facts. Plus proposals, rejected proposals by
-reason, facts, list-price USD by pipeline (NULL when any run lacks a price) and p50/p95 latency. No isolated
+each is facts covered / facts, NULL when the window has no facts, and semantic_coverage is NULL too while no
+fact of the window has been shown to a judge (semantic_judged_facts = 0: not judged, which is not 0). facts
+counts only what shadow could have read: a fact none of whose pointers shadow reads (main''s rows, the
+steward''s record, history before shadow''s activation) is in excluded_facts instead, listed with its reason
+in comparison_excluded_facts. steward_only_facts: facts in no pair of any kind; shadow_only_proposals: valid
+proposals in no pair of any kind. Plus proposals, rejected proposals by reason, list-price USD by pipeline
+(NULL when any run lacks a price; 0 when the pipeline has no run: judge_runs says whether a judge ran), p50
+and p95 latency in whole milliseconds, and first_at / last_at, the earliest and latest proposal, fact or run
+time in the window. The rows behind each number: comparison_items, comparison_run_list. No isolated
 thread.';
 
 -- The summary day by day (UTC days), for the report's coverage-over-time chart: every day from
@@ -163,66 +221,3 @@ SELECT * FROM ember.comparison_daily(NULL, NULL);
 COMMENT ON VIEW ember.comparison_daily IS
 'comparison_summary per UTC day (proposals, facts and the three coverages, still separate), from the first to
 the last day with a proposal or fact. Windowed: ember.comparison_daily(since, until).';
-
--- The summary's counts per thread, for finding where the pipelines disagree.
-CREATE OR REPLACE FUNCTION ember.comparison_by_thread(
-    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
-)
-RETURNS TABLE (
-    thread_id text,
-    proposals bigint,
-    rejected_proposals bigint,
-    facts bigint,
-    exact_covered_facts bigint,
-    evidence_neighbour_facts bigint,
-    semantic_covered_facts bigint
-)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, ember, pg_temp
-SET work_mem = '64MB'
-AS $$
-BEGIN
-    PERFORM ember.comparison_check_window(p_since, p_until);
-    RETURN QUERY
-    WITH prop AS (
-        SELECT p.thread_id, count(*) AS n, count(*) FILTER (WHERE p.validation_error IS NOT NULL) AS rejected
-        FROM ember.shadow_proposals AS p
-        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-          AND ember.comparison_in_window(p.created_at, p_since, p_until)
-        GROUP BY p.thread_id
-    ),
-    fct AS (
-        SELECT f.thread_id, count(DISTINCT f.fact_id) AS n
-        FROM ember.comparison_facts(p_since, p_until) AS f GROUP BY f.thread_id
-    ),
-    ex AS (
-        SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
-        FROM ember.comparison_exact_pairs(p_since, p_until) AS e GROUP BY e.thread_id
-    ),
-    ev AS (
-        SELECT e.thread_id, count(DISTINCT e.fact_id) AS n
-        FROM ember.comparison_evidence_pairs(p_since, p_until) AS e GROUP BY e.thread_id
-    ),
-    se AS (
-        SELECT s.thread_id, count(DISTINCT s.fact_id) AS n
-        FROM ember.comparison_semantic(p_since, p_until) AS s GROUP BY s.thread_id
-    )
-    SELECT t.thread_id, coalesce(prop.n, 0), coalesce(prop.rejected, 0), coalesce(fct.n, 0),
-           coalesce(ex.n, 0), coalesce(ev.n, 0), coalesce(se.n, 0)
-    FROM (SELECT prop.thread_id FROM prop UNION SELECT fct.thread_id FROM fct) AS t
-    LEFT JOIN prop ON prop.thread_id = t.thread_id
-    LEFT JOIN fct ON fct.thread_id = t.thread_id
-    LEFT JOIN ex ON ex.thread_id = t.thread_id
-    LEFT JOIN ev ON ev.thread_id = t.thread_id
-    LEFT JOIN se ON se.thread_id = t.thread_id
-    ORDER BY t.thread_id;
-END;
-$$;
-
-CREATE OR REPLACE VIEW ember.comparison_by_thread AS
-SELECT * FROM ember.comparison_by_thread(NULL, NULL);
-
-COMMENT ON VIEW ember.comparison_by_thread IS
-'comparison_summary''s counts per thread: proposals (rejected ones too), facts, and facts covered exactly, by an
-evidence neighbour and by a judged pair, in separate columns. Windowed: ember.comparison_by_thread(since,
-until). No isolated thread.';

@@ -1,5 +1,6 @@
--- ember_analyst (design.md section 2): reads the comparison views, and nothing else. Not raw
--- messages, not prefixes, not rows of isolated threads (the views leave them out), no writes.
+-- ember_analyst (design.md section 2): reads the comparison views and explains, and nothing else.
+-- Not raw messages (only evidence rows rendered and bounded, comparison_item_evidence), not
+-- prefixes, not rows of isolated threads (the views leave them out), no writes.
 -- NOLOGIN: a DBA grants it to a login role (README, "Comparing shadow with the steward").
 --
 -- Roles belong to the cluster, not the database, so creating it is guarded both ways: it may
@@ -17,8 +18,10 @@ $$;
 
 GRANT USAGE ON SCHEMA ember TO ember_analyst;
 
--- The views, and the windowed functions of the same names (SECURITY DEFINER, so the role needs
--- no table privilege at all). The views call the functions, so EXECUTE is needed for them too.
+-- The views. The windowed functions of the same names, and the analyst's explain, are granted in
+-- 999_grants.sql with every other role's functions (SECURITY DEFINER, so the role needs no table
+-- privilege at all; a view runs its function with its reader's privileges, so EXECUTE is needed
+-- for the views too, and 999 derives those grants from the views).
 GRANT SELECT ON
 ember.comparison_exact,
 ember.comparison_evidence,
@@ -28,31 +31,11 @@ ember.comparison_latency,
 ember.comparison_evidence_quality,
 ember.comparison_summary,
 ember.comparison_daily,
-ember.comparison_by_thread
-TO ember_analyst;
-
--- Only these SECURITY DEFINER functions, and only to the analyst: granted to PUBLIC (the default)
--- they would let any role read comparison data it has no table privilege for.
-REVOKE ALL ON FUNCTION
-ember.comparison_exact(timestamptz, timestamptz),
-ember.comparison_evidence(timestamptz, timestamptz),
-ember.comparison_semantic(timestamptz, timestamptz),
-ember.comparison_cost(timestamptz, timestamptz),
-ember.comparison_latency(timestamptz, timestamptz),
-ember.comparison_evidence_quality(timestamptz, timestamptz),
-ember.comparison_summary(timestamptz, timestamptz),
-ember.comparison_daily(timestamptz, timestamptz),
-ember.comparison_by_thread(timestamptz, timestamptz)
-FROM public;
-
-GRANT EXECUTE ON FUNCTION
-ember.comparison_exact(timestamptz, timestamptz),
-ember.comparison_evidence(timestamptz, timestamptz),
-ember.comparison_semantic(timestamptz, timestamptz),
-ember.comparison_cost(timestamptz, timestamptz),
-ember.comparison_latency(timestamptz, timestamptz),
-ember.comparison_evidence_quality(timestamptz, timestamptz),
-ember.comparison_summary(timestamptz, timestamptz),
-ember.comparison_daily(timestamptz, timestamptz),
-ember.comparison_by_thread(timestamptz, timestamptz)
+ember.comparison_by_thread,
+ember.comparison_by_path,
+ember.comparison_items,
+ember.comparison_item_evidence,
+ember.comparison_excluded_facts,
+ember.comparison_rejected,
+ember.comparison_run_list
 TO ember_analyst;

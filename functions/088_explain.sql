@@ -55,6 +55,25 @@ BEGIN
 END;
 $$;
 
+-- user-accepted: the conclusion (the last assistant row cited) and the human message after it
+-- that accepts it, in the same thread: the pair check_evidence requires. p_evidence is the list of
+-- rendered pointers (explain_pointer's or comparison_pointer_json's: thread, seq, role, author);
+-- NULL for any other kind.
+CREATE OR REPLACE FUNCTION ember.explain_acceptance(p_kind text, p_evidence jsonb)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT jsonb_build_object('conclusion', c.value, 'acceptance', a.value)
+    FROM jsonb_array_elements(p_evidence) AS c (value)
+    INNER JOIN jsonb_array_elements(p_evidence) AS a (value)
+        ON a.value ->> 'thread' = c.value ->> 'thread'
+        AND (a.value ->> 'seq')::bigint > (c.value ->> 'seq')::bigint
+        AND a.value ->> 'role' = 'user' AND a.value ->> 'author' = 'human'
+    WHERE p_kind = 'user-accepted' AND c.value ->> 'role' = 'assistant'
+    ORDER BY (c.value ->> 'seq')::bigint DESC, (a.value ->> 'seq')::bigint
+    LIMIT 1
+$$;
+
 CREATE OR REPLACE FUNCTION ember.explain_fact(p_fact bigint)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
@@ -74,20 +93,7 @@ BEGIN
     INTO v_evidence
     FROM ember.fact_evidence AS e WHERE e.fact_id = f.id;
 
-    -- user-accepted: the conclusion (the last assistant row cited) and the human message after it
-    -- that accepts it, in the same thread: the pair check_evidence requires.
-    IF f.evidence_kind = 'user-accepted' THEN
-        SELECT jsonb_build_object('conclusion', c.value, 'acceptance', a.value)
-        INTO v_acceptance
-        FROM jsonb_array_elements(v_evidence) AS c (value)
-        INNER JOIN jsonb_array_elements(v_evidence) AS a (value)
-            ON a.value ->> 'thread' = c.value ->> 'thread'
-            AND (a.value ->> 'seq')::bigint > (c.value ->> 'seq')::bigint
-            AND a.value ->> 'role' = 'user' AND a.value ->> 'author' = 'human'
-        WHERE c.value ->> 'role' = 'assistant'
-        ORDER BY (c.value ->> 'seq')::bigint DESC, (a.value ->> 'seq')::bigint
-        LIMIT 1;
-    END IF;
+    v_acceptance := ember.explain_acceptance(f.evidence_kind, v_evidence);
 
     RETURN jsonb_build_object(
         'fact', jsonb_build_object(

@@ -8,10 +8,10 @@
 -- owner already and are granted to no one. The alternative, granting table privileges and keeping
 -- functions SECURITY INVOKER, would let a host role write rows past append_message's checks.
 --
--- Each migrate converges: EXECUTE is first revoked from PUBLIC, ember_host and ember_worker on every
--- function, then granted from the lists, so a name removed from a list loses its grant. Grants to
--- other roles (ember_analyst, by the comparison files) are left alone, as is anything a DBA granted
--- to a login role directly.
+-- Each migrate converges: EXECUTE is first revoked from PUBLIC, ember_host, ember_worker and
+-- ember_analyst on every function, then granted from the lists, so a name removed from a list loses
+-- its grant. ember_analyst's SELECT on the comparison views is granted in 069_analyst_role.sql;
+-- anything a DBA granted to a login role directly is left alone.
 
 REVOKE ALL ON SCHEMA ember FROM public;
 REVOKE ALL ON ALL TABLES IN SCHEMA ember FROM public, ember_host, ember_worker;
@@ -34,7 +34,7 @@ BEGIN
                 WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
             )
     LOOP
-        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, ember_host, ember_worker', v_fn);
+        EXECUTE format('REVOKE ALL ON ROUTINE %s FROM PUBLIC, ember_host, ember_worker, ember_analyst', v_fn);
     END LOOP;
 END;
 $$;
@@ -130,7 +130,34 @@ BEGIN
             ('ember_host', 'thread_call_model'),
             -- ember_worker: why nothing is happening, and the hot path's cache check.
             ('ember_worker', 'work_status'),
-            ('ember_worker', 'hot_cache_shortfall')
+            ('ember_worker', 'hot_cache_shortfall'),
+            -- Every role: which migrations and functions the database runs, for the start-up
+            -- check each command makes (names and digests only).
+            ('ember_host', 'schema_state'),
+            ('ember_worker', 'schema_state'),
+            ('ember_analyst', 'schema_state'),
+            -- ember_analyst: the comparison's windowed functions (the views of the same names call
+            -- them) and the analyst's explain, which renders evidence bounded and never an isolated
+            -- thread's row (088_explain_analyst.sql). Not explain_fact: that is the host's, unbounded.
+            ('ember_analyst', 'comparison_exact'),
+            ('ember_analyst', 'comparison_evidence'),
+            ('ember_analyst', 'comparison_semantic'),
+            ('ember_analyst', 'comparison_cost'),
+            ('ember_analyst', 'comparison_latency'),
+            ('ember_analyst', 'comparison_evidence_quality'),
+            ('ember_analyst', 'comparison_summary'),
+            ('ember_analyst', 'comparison_daily'),
+            ('ember_analyst', 'comparison_by_thread'),
+            ('ember_analyst', 'comparison_by_path'),
+            ('ember_analyst', 'comparison_items'),
+            ('ember_analyst', 'comparison_item_evidence'),
+            ('ember_analyst', 'comparison_excluded_facts'),
+            ('ember_analyst', 'comparison_rejected'),
+            ('ember_analyst', 'comparison_run_list'),
+            ('ember_analyst', 'comparison_context'),
+            ('ember_analyst', 'comparison_cache_misses'),
+            ('ember_analyst', 'comparison_explain_fact'),
+            ('ember_analyst', 'comparison_explain_proposal')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')

@@ -144,8 +144,8 @@ SELECT results_eq(
 );
 SELECT is((SELECT exact_coverage FROM ember.comparison_summary), 0::numeric, 'seed case: exact coverage 0');
 SELECT is((SELECT evidence_coverage FROM ember.comparison_summary), 1::numeric, 'seed case: evidence coverage 1');
-SELECT is((SELECT semantic_coverage FROM ember.comparison_summary), 0::numeric,
-          'seed case: shared evidence is not claimed as semantic coverage');
+SELECT is((SELECT semantic_coverage FROM ember.comparison_summary), NULL::numeric,
+          'seed case: shared evidence is not claimed as semantic coverage, and with no judge it is not judged, not 0');
 
 -- A second thread: an exact match through full-width forms, a rejected proposal, and a fact of
 -- another thread with the same text (same text, other thread: no match).
@@ -207,7 +207,7 @@ SELECT is(
 );
 SELECT results_eq(
     $$SELECT pipeline, runs, input_tokens, cache_read_tokens, output_tokens FROM ember.comparison_cost ORDER BY 1$$,
-    $$VALUES ('shadow cold'::text, 3::bigint, 3000000::numeric, 6000000::numeric, 300000::numeric),
+    $$VALUES ('shadow cold'::text, 3::bigint, 3000000::bigint, 6000000::bigint, 300000::bigint),
              ('shadow hot', 1, 1000000, 2000000, 100000)$$,
     'cost by pipeline counts runs and tokens by kind'
 );
@@ -220,8 +220,8 @@ SELECT is((SELECT runs_without_price FROM ember.comparison_cost WHERE pipeline =
 SELECT is((SELECT steward_usd FROM ember.comparison_summary), NULL, 'the summary''s steward USD is NULL too');
 SELECT results_eq(
     $$SELECT pipeline, p50_ms, p95_ms FROM ember.comparison_latency ORDER BY 1$$,
-    $$VALUES ('shadow cold'::text, 2000::float8, 8300::float8), ('shadow hot', 3000, 3000), ('steward', 5000, 5900)$$,
-    'latency p50 and p95 by pipeline and model'
+    $$VALUES ('shadow cold'::text, 2000::bigint, 8300::bigint), ('shadow hot', 3000, 3000), ('steward', 5000, 5900)$$,
+    'latency p50 and p95 by pipeline and model, in whole milliseconds'
 );
 SELECT alike(obj_description('ember.comparison_cost'::regclass, 'pg_class'), '%list-price snapshot, not subscription billing%',
             'the cost comment says list-price snapshot, not subscription billing');

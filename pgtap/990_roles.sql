@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(35);
+SELECT plan(38);
 
 -- The catalog: roles, pinned paths, nothing for PUBLIC.
 SELECT has_role('ember_host', 'ember_host exists');
@@ -128,6 +128,17 @@ SELECT results_eq($$SELECT what, result FROM after_plant ORDER BY what$$,
 SELECT is((SELECT count(*)::int FROM planted_calls), 0, 'no planted function ever ran, as the caller or as the owner');
 SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.messages WHERE thread_id = 'chat'),
           ARRAY['hello', 'after the plant'], 'the write stored exactly what was sent');
+
+-- The start-up check every command makes reads the schema state through a function, which each
+-- role may call though it reads no table.
+SET LOCAL ROLE ember_analyst;
+SELECT ok((SELECT count(*) FROM ember.schema_state() WHERE kind = 'migration') > 0,
+          'ember_analyst reads which migrations the database runs');
+SELECT throws_ok('SELECT name FROM ember.schema_migrations', '42501', NULL, 'but not the table');
+RESET ROLE;
+SELECT ok(has_function_privilege('ember_worker', 'ember.schema_state()', 'EXECUTE')
+          AND has_function_privilege('ember_host', 'ember.schema_state()', 'EXECUTE'),
+          'so do the host and the worker');
 
 SELECT * FROM finish();
 ROLLBACK;

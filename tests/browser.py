@@ -140,55 +140,126 @@ class Chromium:
             if event.get("method") == method:
                 return event
 
-    def load(self, url: str, selector: str, width: int = 1280, height: int = 900) -> PageLoad:
-        """Open url in a fresh tab; the console errors, requests, boxes of selector, screenshot."""
+    def open(self, url: str, width: int = 1280, height: int = 900) -> Tab:
+        """A fresh tab on url, loaded; it stays open until closed, for clicks and screenshots."""
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})[
             "sessionId"
         ]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable", session=session)
-        self.send(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
-            session=session,
-        )
+        tab = Tab(self, target, session, width, height)
+        tab.metrics(width, height)
         self.events.clear()
         self.send("Page.navigate", {"url": url}, session=session)
         self.wait_event("Page.loadEventFired")
-        boxes = self.send(
-            "Runtime.evaluate",
-            {
-                "expression": (
-                    "JSON.stringify([...document.querySelectorAll(" + json.dumps(selector) + ")]"
-                    ".map(e => { const r = e.getBoundingClientRect(); return {id: e.id, "
-                    "x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height}; }))"
-                ),
-                "returnByValue": True,
-            },
-            session=session,
-        )["result"]["value"]
-        load = PageLoad(boxes=json.loads(boxes))
-        for box in load.boxes:
-            clip = {"x": box["x"], "y": box["y"], "width": box["w"], "height": box["h"], "scale": 1}
-            shot = self.send(
-                "Page.captureScreenshot",
-                {"format": "png", "clip": clip, "captureBeyondViewport": True},
-                session=session,
+        return tab
+
+    def load(self, url: str, selector: str, width: int = 1280, height: int = 900) -> PageLoad:
+        """Open url in a fresh tab; the console errors, requests, boxes of selector, screenshot."""
+        tab = self.open(url, width, height)
+        try:
+            load = PageLoad(boxes=tab.boxes(selector))
+            for box in load.boxes:
+                load.shots[box["id"]] = tab.shot(box)
+            load.console_errors, load.requests = tab.console_errors(), tab.requests()
+        finally:
+            tab.close()
+        return load
+
+
+class Tab:
+    """One page in Chromium, driven over the session the browser attached to it."""
+
+    def __init__(self, browser: Chromium, target: str, session: str, width: int, height: int):
+        self.browser, self.target, self.session = browser, target, session
+        self.width, self.height = width, height
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return self.browser.send(method, params, session=self.session)
+
+    def metrics(self, width: int, height: int) -> None:
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
+
+    def evaluate(self, expression: str) -> Any:
+        reply = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        if "exceptionDetails" in reply:
+            raise BrowserError(f"{expression}: {reply['exceptionDetails']}")
+        return reply["result"].get("value")
+
+    def boxes(self, selector: str) -> list[dict[str, Any]]:
+        """Each element of selector: its id and its box in page coordinates."""
+        raw = self.evaluate(
+            "JSON.stringify([...document.querySelectorAll(" + json.dumps(selector) + ")]"
+            ".map(e => { const r = e.getBoundingClientRect(); return {id: e.id, "
+            "x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height}; }))"
+        )
+        boxes: list[dict[str, Any]] = json.loads(raw)
+        return boxes
+
+    def shot(self, box: dict[str, Any]) -> bytes:
+        clip = {"x": box["x"], "y": box["y"], "width": box["w"], "height": box["h"], "scale": 1}
+        shot = self.send(
+            "Page.captureScreenshot",
+            {"format": "png", "clip": clip, "captureBeyondViewport": True},
+        )
+        return base64.b64decode(shot["data"])
+
+    def element_shots(self, selector: str) -> dict[str, bytes]:
+        """A screenshot of each element of selector, taken with the viewport as tall as the page
+        so that nothing reflows between measuring a box and capturing it."""
+        full = int(self.evaluate("document.documentElement.scrollHeight"))
+        self.metrics(self.width, full)
+        try:
+            return {box["id"]: self.shot(box) for box in self.boxes(selector) if box["h"] > 0}
+        finally:
+            self.metrics(self.width, self.height)
+
+    def click(self, selector: str) -> None:
+        """A real left click (mouse pressed and released) at the middle of the element, after
+        scrolling it into view, as a person would."""
+        self.evaluate(
+            f"document.querySelector({json.dumps(selector)}).scrollIntoView({{block: 'center'}})"
+        )
+        rect = json.loads(
+            self.evaluate(
+                f"JSON.stringify(document.querySelector({json.dumps(selector)}).getBoundingClientRect())"
             )
-            load.shots[box["id"]] = base64.b64decode(shot["data"])
-        for event in self.events:
+        )
+        x, y = rect["left"] + rect["width"] / 2, rect["top"] + rect["height"] / 2
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.send(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+            )
+
+    def console_errors(self) -> list[str]:
+        errors: list[str] = []
+        for event in self.browser.events:
+            if event.get("sessionId") not in (None, self.session):
+                continue
             method, params = event.get("method"), event.get("params", {})
             if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                load.console_errors.append(json.dumps(params.get("args")))
+                errors.append(json.dumps(params.get("args")))
             elif method == "Runtime.exceptionThrown":
-                load.console_errors.append(json.dumps(params.get("exceptionDetails")))
+                errors.append(json.dumps(params.get("exceptionDetails")))
             elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
-                load.console_errors.append(params["entry"].get("text", ""))
-            elif method == "Network.requestWillBeSent":
-                load.requests.append(params["request"]["url"])
-        self.send("Target.closeTarget", {"targetId": target})
-        return load
+                errors.append(params["entry"].get("text", ""))
+        return errors
+
+    def requests(self) -> list[str]:
+        return [
+            event["params"]["request"]["url"]
+            for event in self.browser.events
+            if event.get("method") == "Network.requestWillBeSent"
+            and event.get("sessionId") in (None, self.session)
+        ]
+
+    def close(self) -> None:
+        self.browser.send("Target.closeTarget", {"targetId": self.target})
 
 
 @dataclass

@@ -13,7 +13,7 @@ import pytest
 
 import comparedata as data
 from browser import Chromium, read_png
-from ember.cli import main
+from ember.cli import EXIT_NOT_FOUND, EXIT_REFUSED, main
 from ember.comparison.report import parse_when, read_only
 from ember.devsetup import chromium_path
 
@@ -51,7 +51,8 @@ class SummaryParser(HTMLParser):
         if tag == "svg" and "chart" in (a.get("class") or ""):
             self.charts.append(str(a.get("id")))
         for name in ("src", "href"):
-            if a.get(name):
+            # A fragment link moves within the page and fetches nothing.
+            if a.get(name) and not str(a[name]).startswith("#"):
                 self.fetches.append(str(a[name]))
         if tag in ("script", "link", "img", "iframe", "object", "embed"):
             self.fetches.append(tag)
@@ -63,7 +64,9 @@ def test_json_report_keeps_the_three_coverages_apart(seeded: dict[str, int], cap
     # The seed's case (deploy) is a neighbour only; db is an exact match; diet is neither.
     assert (s["facts"], s["exact_covered_facts"], s["evidence_neighbour_facts"]) == (3, 1, 3)
     assert s["exact_coverage"] == pytest.approx(0.3333)
-    assert s["evidence_coverage"] == 1.0 and s["semantic_coverage"] == 0.0
+    # No judge has run: semantic coverage is not judged (null), not 0.
+    assert s["evidence_coverage"] == 1.0 and s["semantic_coverage"] is None
+    assert (s["semantic_judged_facts"], s["judge_runs"]) == (0, 0)
     assert s["steward_usd"] is None  # one unpriced steward run: unknown, never a smaller total
     assert s["shadow_usd"] == pytest.approx(3 * (20000 * 1 + 500 * 5) / 1e6)
     assert {r["pipeline"] for r in report["cost"]} == {"shadow cold", "steward"}
@@ -151,3 +154,72 @@ def test_the_page_renders_in_chromium_offline_with_every_chart_drawn(
         # Non-blank: axes and labels, and coloured marks (the bars) drawn inside the chart.
         assert inked > 200, f"{box['id']}: {inked} dark pixels"
         assert coloured > 100, f"{box['id']}: {coloured} coloured pixels"
+
+
+def test_rejected_proposals_and_not_judged_in_the_page(
+    seeded: dict[str, int], db: str, capsys: Any, tmp_path: Path
+) -> None:
+    """A proposal citing the sealed thread is rejected: its reason is listed, its pointer named
+    as isolated and nothing more; with no judge run, semantic figures read "not judged"."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        run = data.shadow_run(conn, "deploy")
+        conn.execute(
+            """
+            INSERT INTO ember.shadow_proposals (
+                run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence,
+                validation_error, created_at
+            )
+            SELECT r.id, r.thread_id, r.generation_id, 1, 'A code exists', 'user-stated',
+                   jsonb_build_array(jsonb_build_object('message_id', %s::bigint)),
+                   'pointer 1 (message ' || %s || '): not in thread "deploy"', %s
+            FROM ember.shadow_runs AS r WHERE r.id = %s
+            """,
+            (seeded["m_secret"], seeded["m_secret"], data.AT, run),
+        )
+    page = tmp_path / "report.html"
+    assert main(["compare", "--html", str(page)]) == 0
+    capsys.readouterr()
+    html = page.read_text(encoding="utf-8")
+    rejected = html.split('<section id="sec-rejected"', 1)[1].split("</section>", 1)[0]
+    assert "A code exists" in rejected and "not in thread &quot;deploy&quot;" in rejected
+    assert "a row of an isolated thread: never shown" in rejected
+    assert "launch code" not in html.lower() and "secret" not in html
+    summary = html.split('<table id="summary">', 1)[1].split("</table>", 1)[0]
+    for key in ("semantic_coverage", "semantic_covered_facts", "judge_usd"):
+        cell = summary.split(f'data-key="{key}"', 1)[1].split("</td>", 1)[0]
+        assert "not judged" in cell, key
+    report = report_json(capsys)
+    assert report["summary"]["rejected_proposals"] == 1
+    assert report["sections"]["rejected"]["count"] == 1
+    pointer = report["sections"]["rejected"]["items"][0]["evidence_rows"][0]
+    assert pointer["isolated"] is True and pointer["thread_id"] is None
+    assert pointer["excerpt"] is None
+
+
+def test_terminal_tables_say_the_denominator_and_split_by_path(
+    seeded: dict[str, int], capsys: Any
+) -> None:
+    assert main(["compare"]) == 0
+    out = capsys.readouterr().out
+    assert "Shadow's coverage counts only facts shadow could have read" in out
+    assert "Hot vs cold, beside the steward" in out and "Per thread" in out
+    assert "not judged" in out
+
+
+def test_explain_as_the_owner_is_the_hosts_unless_asked(
+    seeded: dict[str, int], capsys: Any
+) -> None:
+    assert main(["explain", str(seeded["f_db"])]) == 0
+    host = capsys.readouterr().out
+    assert "comparison:" not in host and "we use postgres" in host
+    assert main(["explain", "--analyst", str(seeded["f_db"])]) == 0
+    analyst = capsys.readouterr().out
+    assert "comparison: exact" in analyst
+    assert main(["explain", "--proposal", str(seeded["p_deploy"])]) == 0
+    assert "comparison: evidence" in capsys.readouterr().out
+    # The sealed thread's fact and proposal: refused by name for the analyst.
+    assert main(["explain", "--analyst", str(seeded["f_secret"])]) == EXIT_REFUSED
+    assert "not shown to the analyst" in capsys.readouterr().err
+    assert main(["explain", "--proposal", str(seeded["p_secret"])]) == EXIT_REFUSED
+    assert main(["explain", "--proposal", "987654"]) == EXIT_NOT_FOUND
+    assert "no such proposal: 987654" in capsys.readouterr().err

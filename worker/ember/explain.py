@@ -1,7 +1,9 @@
-"""`ember explain FACT_ID`: ember.explain_fact() laid out for a terminal.
+"""`ember explain ID`: ember.explain_fact(), or the analyst's comparison_explain_fact() and
+comparison_explain_proposal(), laid out for a terminal.
 
 The document is built in SQL; this module only arranges it as lines of text, so what a person
-reads on a terminal and what a program reads from explain_fact() are the same facts.
+reads on a terminal and what a program reads from the function are the same facts. The analyst's
+documents use the host's keys, plus a "comparison" part, so one layout reads all three.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ def _when(value: Any) -> str:
 
 
 def _pointer(pointer: dict[str, Any]) -> list[str]:
+    if pointer.get("malformed") is not None:
+        return [f"{pointer.get('ordinal')}. malformed pointer: {pointer['malformed']}"]
+    if pointer.get("found") is False:
+        name = pointer.get("message_id") or pointer.get("generation_id")
+        return [f"{pointer.get('ordinal')}. {name}: names no row"]
+    if pointer.get("isolated") and "thread" not in pointer:
+        # The analyst's form: an isolated thread's row is named as such and nothing more.
+        return [f"{pointer.get('ordinal')}. a row of an isolated thread: never shown"]
     if "message_id" in pointer:
         head = (
             f"{pointer.get('ordinal')}. m:{pointer['message_id']} in {pointer.get('thread')}, "
@@ -33,6 +43,8 @@ def _pointer(pointer: dict[str, Any]) -> list[str]:
             lines.append("     (isolated thread: not shown)")
         elif pointer.get("rendered"):
             lines.append(f"     {pointer['rendered']}")
+        if pointer.get("unread_reason"):
+            lines.append(f"     (shadow never reads this row: {pointer['unread_reason']})")
         return lines
     return [
         f"{pointer.get('ordinal')}. generation {pointer.get('generation_id')} of "
@@ -41,7 +53,63 @@ def _pointer(pointer: dict[str, Any]) -> list[str]:
     ]
 
 
+def _ids(values: list[Any]) -> str:
+    return ", ".join(str(v) for v in values) or "none"
+
+
+def _comparison(doc: dict[str, Any]) -> list[str]:
+    """How the item fares in the comparison (the analyst's documents only)."""
+    c = doc.get("comparison")
+    if not c:
+        return []
+    other = "proposal" if doc.get("item") == "fact" else "fact"
+    lines = [f"comparison: {c.get('agreement')}" + ("" if c.get("judged") else " (not judged)")]
+    for t in c.get("threads") or []:
+        head = f"  in {t['thread']}: "
+        if t.get("excluded_reason"):
+            lines.append(head + f"not compared ({t['excluded_reason']})")
+            continue
+        read = ", ".join(t.get("read_by_shadow") or []) or "not yet"
+        neighbours = [n[other] for n in t.get("evidence") or []]
+        lines.append(
+            head + f"read by shadow: {read}; exact: {_ids(t.get('exact') or [])}; "
+            f"evidence neighbours: {_ids(neighbours)}"
+        )
+    if doc.get("item") == "proposal":
+        neighbours = [n["fact"] for n in c.get("evidence") or []]
+        lines.append(
+            f"  exact: {_ids(c.get('exact') or [])}; evidence neighbours: {_ids(neighbours)}"
+        )
+    semantic = [f"{s[other]} (judge run {s['judge_run']})" for s in c.get("semantic") or []]
+    lines.append(f"  semantic pairs: {_ids(semantic)}")
+    return lines
+
+
+def format_proposal(doc: dict[str, Any]) -> str:
+    p = doc["proposal"]
+    run = doc.get("run") or {}
+    lines = [f"proposal {p['id']} [{p.get('evidence_kind')}] {p['status']} in {p['thread']}"]
+    lines.append(f"  {p['text']}" if p.get("text") is not None else "  (text forgotten)")
+    if p.get("rejection"):
+        lines.append(f"  rejected: {p['rejection']}")
+    if p.get("categories"):
+        lines.append(f"  labels: {', '.join(p['categories'])}")
+    lines.append(
+        f"  proposed by {run.get('path')} run {run.get('id')}, {run.get('model')} "
+        f"({run.get('status')}), {_when(p.get('created_at'))}"
+    )
+    lines.append("evidence:")
+    for pointer in doc.get("evidence") or []:
+        lines.extend(f"  {line}" for line in _pointer(pointer))
+    if not doc.get("evidence"):
+        lines.append("  (no pointers)")
+    lines.extend(_comparison(doc))
+    return "\n".join(lines)
+
+
 def format_explanation(doc: dict[str, Any]) -> str:
+    if doc.get("item") == "proposal":
+        return format_proposal(doc)
     fact = doc["fact"]
     status = fact["status"]
     if fact.get("merged_into"):
@@ -79,7 +147,12 @@ def format_explanation(doc: dict[str, Any]) -> str:
     if merged:
         lines.append("merged from:")
         for source in merged:
-            text = source.get("text") if source.get("text") is not None else "(text forgotten)"
+            if source.get("hidden"):
+                text = "(it cites an isolated thread: not shown)"
+            elif source.get("text") is None:
+                text = "(text forgotten)"
+            else:
+                text = source["text"]
             lines.append(f"  fact {source['fact']} ({source['status']}): {text}")
 
     lines.append("history:")
@@ -101,6 +174,8 @@ def format_explanation(doc: dict[str, Any]) -> str:
             parts.append(f"by run {row['run']}")
         forgetting = row.get("forgetting")
         if forgetting:
-            parts.append(f"by forget #{forgetting['id']}: {forgetting['reason']}")
+            reason = f": {forgetting['reason']}" if forgetting.get("reason") else ""
+            parts.append(f"by forget #{forgetting['id']}{reason}")
         lines.append(" ".join(parts))
+    lines.extend(_comparison(doc))
     return "\n".join(lines)

@@ -141,11 +141,21 @@ def status(url: str, root: Path) -> MigrationStatus:
     migrations = migration_files(root)
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(queries.MIGRATIONS_TABLE_EXISTS).fetchone()
-        has_migrations, has_functions = row if row else (False, False)
-        applied: dict[str, str] = (
-            dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall()) if has_migrations else {}
-        )
-        recorded = conn.execute(queries.APPLIED_FUNCTIONS).fetchone() if has_functions else None
+        has_migrations, has_functions, has_state = row if row else (False, False, False)
+        applied: dict[str, str] = {}
+        recorded: tuple[str] | None = None
+        if has_state:
+            # The function any Ember role may call: the roles read no table.
+            for kind, name, sha in conn.execute(queries.SCHEMA_STATE).fetchall():
+                if kind == "migration":
+                    applied[name] = sha
+                else:
+                    recorded = (sha,)
+        else:
+            if has_migrations:
+                applied = dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall())
+            if has_functions:
+                recorded = conn.execute(queries.APPLIED_FUNCTIONS).fetchone()
     names = {p.name for p in migrations}
     for path in migrations:
         if path.name not in applied:

@@ -85,6 +85,19 @@ GROUP BY 1, 2, 3
 ORDER BY 1, 2, 3
 """
 COMPARISON_DAILY: LiteralString = "SELECT * FROM ember.comparison_daily(%s, %s)"
+COMPARISON_CONTEXT: LiteralString = "SELECT * FROM ember.comparison_context(%s, %s)"
+COMPARISON_BY_PATH: LiteralString = "SELECT * FROM ember.comparison_by_path(%s, %s)"
+COMPARISON_BY_THREAD: LiteralString = "SELECT * FROM ember.comparison_by_thread(%s, %s)"
+# Every item of the window with its statuses (functions/064_comparison_items.sql); the report
+# chooses which to show per section.
+COMPARISON_ITEMS: LiteralString = "SELECT * FROM ember.comparison_items(%s, %s)"
+COMPARISON_RUN_LIST: LiteralString = "SELECT * FROM ember.comparison_run_list(%s, %s)"
+# The evidence of the items the report shows, rendered bounded, never a row of an isolated thread.
+COMPARISON_ITEM_EVIDENCE: LiteralString = """
+SELECT item, item_id, ordinal, message_id, generation_id, target_found, isolated, thread_id, seq,
+       role, author, at, forgotten, excerpt, unread_reason, malformed
+FROM ember.comparison_item_evidence(%s, %s, %s::bigint[], %s::bigint[])
+"""
 
 # --- worker (issue 9) ---
 # The loop's own statements; every rule they rely on is in functions/04x_shadow_*.sql.
@@ -169,8 +182,12 @@ EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"
 # creates nothing.
 MIGRATIONS_TABLE_EXISTS: LiteralString = (
     "SELECT to_regclass('ember.schema_migrations') IS NOT NULL, "
-    "to_regclass('ember.schema_functions') IS NOT NULL"
+    "to_regclass('ember.schema_functions') IS NOT NULL, "
+    "to_regprocedure('ember.schema_state()') IS NOT NULL"
 )
+
+# The same through functions/005_schema_state.sql, for roles that may read no table.
+SCHEMA_STATE: LiteralString = "SELECT kind, name, sha256 FROM ember.schema_state()"
 
 APPLIED_FUNCTIONS: LiteralString = "SELECT sha256 FROM ember.schema_functions"
 
@@ -184,6 +201,15 @@ WHERE ember.schema_functions.sha256 <> excluded.sha256
 # --- forgetting and fact history (functions/085_fact_history.sql .. 089_export_facts.sql) ---
 
 EXPLAIN_FACT: LiteralString = "SELECT ember.explain_fact(%s)"
+# The analyst's explain (functions/088_explain_analyst.sql): evidence bounded, nothing of an
+# isolated thread; the only explain ember_analyst may run.
+EXPLAIN_FACT_ANALYST: LiteralString = "SELECT ember.comparison_explain_fact(%s)"
+EXPLAIN_PROPOSAL_ANALYST: LiteralString = "SELECT ember.comparison_explain_proposal(%s)"
+# Which explain this connection may run: the host's (explain_fact) when it may, else the analyst's.
+CAN_EXPLAIN: LiteralString = """
+SELECT has_function_privilege('ember.explain_fact(bigint)', 'EXECUTE'),
+       has_function_privilege('ember.comparison_explain_fact(bigint)', 'EXECUTE')
+"""
 
 EXPORT_FACT_RECORDS: LiteralString = "SELECT record FROM ember.export_fact_records()"
 

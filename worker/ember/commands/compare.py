@@ -23,6 +23,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="tables for people (full width when written to a file or pipe) or TSV for tools",
     )
     cmp.add_argument("--html", metavar="FILE", help="write the report as one self-contained page")
+    cmp.add_argument(
+        "--rows",
+        type=int,
+        default=200,
+        metavar="N",
+        help="rows per drill-down section in --html and --json (default 200)",
+    )
     cmp.add_argument("--semantic", action="store_true", help="judge semantic pairs with a model")
     cmp.add_argument("--dry-run", action="store_true", help="with --semantic: print, call nothing")
     cmp.set_defaults(run=run)
@@ -40,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if since and until and since >= until:
         print("ember compare: --since must be before --until", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rows < 0:
+        print("ember compare: --rows must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
     if args.html:
         writable_target(args.html)
@@ -74,7 +84,7 @@ def _report(url: str, since: Any, until: Any, args: argparse.Namespace) -> int:
     from ember.tables import console_for
 
     with read_only(url) as conn:
-        report = collect(conn, since, until)
+        report = collect(conn, since, until, rows_per_section=args.rows)
     if args.html:
         with output(args.html) as out:
             out.write(html.render(report))

@@ -2,6 +2,9 @@
 
 Everything is read through the analyst's windowed functions on a read-only connection
 (`default_transaction_read_only`), so the report can run as ember_analyst and can never write.
+Every figure comes from SQL (functions/06*.sql); this module only chooses which rows to show and
+lays them out, so a number in the report and the rows listed under it are the same rows an
+analyst gets in psql from the query each section names.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ Row = dict[str, Any]
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
+# Rows shown per drill-down section; the section says how many there are and the SQL for all.
+DEFAULT_ROWS = 200
+
 
 class WindowError(ValueError):
     pass
@@ -47,6 +53,95 @@ def parse_when(value: str, *, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+@dataclass(frozen=True)
+class SectionSpec:
+    key: str
+    title: str
+    # What the rows are, in one sentence for the page.
+    note: str
+    # The psql query for every row of the section; {w} is the window's arguments.
+    query: str
+
+
+# The drill-down sections, in page order. Each summary number links to one of them.
+SECTIONS: list[SectionSpec] = [
+    SectionSpec(
+        "facts",
+        "Facts shadow could have read",
+        "Every steward fact in shadow's denominator, with its status in each coverage.",
+        "SELECT * FROM ember.comparison_items({w}) WHERE item = 'fact' AND excluded_reason IS NULL",
+    ),
+    SectionSpec(
+        "proposals",
+        "Shadow proposals",
+        "Every shadow proposal, valid or rejected, with its status in each coverage.",
+        "SELECT * FROM ember.comparison_items({w}) WHERE item = 'proposal'",
+    ),
+    SectionSpec(
+        "exact",
+        "Matched exactly",
+        "Facts with a proposal of the same thread whose text is equal after normalization.",
+        "SELECT * FROM ember.comparison_exact({w})",
+    ),
+    SectionSpec(
+        "evidence",
+        "Evidence neighbours",
+        "Facts sharing an evidence pointer with a proposal of the same thread: neighbours to "
+        "read, not coverage of meaning.",
+        "SELECT * FROM ember.comparison_evidence({w})",
+    ),
+    SectionSpec(
+        "semantic",
+        "Semantic pairs",
+        "Facts a light model judged to say the same as a proposal: reviewable, not truth.",
+        "SELECT * FROM ember.comparison_semantic({w})",
+    ),
+    SectionSpec(
+        "steward-only",
+        "Steward only",
+        "Facts shadow could have read that no proposal matches in any way.",
+        "SELECT * FROM ember.comparison_items({w}) WHERE agreement = 'steward only'",
+    ),
+    SectionSpec(
+        "shadow-only",
+        "Shadow only",
+        "Valid proposals that match no fact in any way.",
+        "SELECT * FROM ember.comparison_items({w}) WHERE agreement = 'shadow only'",
+    ),
+    SectionSpec(
+        "rejected",
+        "Rejected proposals",
+        "Proposals the checks refused, kept as comparison data, with the reason.",
+        "SELECT * FROM ember.comparison_rejected({w})",
+    ),
+    SectionSpec(
+        "excluded",
+        "Facts shadow could not have read",
+        "Left out of shadow's coverage, listed apart: none of their pointers names a row shadow "
+        "reads.",
+        "SELECT * FROM ember.comparison_excluded_facts({w})",
+    ),
+    SectionSpec(
+        "runs",
+        "Runs",
+        "Every run behind the cost and latency figures.",
+        "SELECT * FROM ember.comparison_run_list({w})",
+    ),
+]
+SECTION_BY_KEY = {s.key: s for s in SECTIONS}
+
+
+@dataclass
+class Section:
+    spec: SectionSpec
+    # Distinct items the section is about (a fact citing two threads has two rows, one item):
+    # the figure the summary shows for it.
+    count: int
+    rows: list[Row]
+    shown: list[Row]
+    query: str
+
+
 @dataclass
 class Report:
     since: datetime | None
@@ -56,22 +151,58 @@ class Report:
     latency: list[Row]
     evidence_quality: list[Row]
     daily: list[Row]
+    context: Row = field(default_factory=dict)
+    by_path: list[Row] = field(default_factory=list)
+    by_thread: list[Row] = field(default_factory=list)
+    sections: dict[str, Section] = field(default_factory=dict)
+    # Items by (item, id), for the other side of a pair.
+    items: dict[tuple[str, int], Row] = field(default_factory=dict)
+    rows_per_section: int = DEFAULT_ROWS
     cache_misses: list[Row] = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        """Whether a judge has been shown any fact of the window."""
+        return bool(self.summary.get("semantic_judged_facts"))
 
     def as_json(self) -> dict[str, Any]:
         plain: dict[str, Any] = _plain(
             {
                 "window": {"since": self.since, "until": self.until},
+                "context": {
+                    "database": self.context.get("database_name"),
+                    "generated_at": self.context.get("generated_at"),
+                    "first_at": self.summary.get("first_at"),
+                    "last_at": self.summary.get("last_at"),
+                    "shadow_activated_at": self.context.get("shadow_activated_at"),
+                    "excerpt_chars": self.context.get("analyst_row_chars"),
+                },
                 "summary": self.summary,
+                "by_path": self.by_path,
+                "by_thread": self.by_thread,
                 "cost": self.cost,
                 "latency": self.latency,
                 "evidence_quality": self.evidence_quality,
                 "daily": self.daily,
+                "sections": {
+                    key: {
+                        "title": s.spec.title,
+                        "count": s.count,
+                        "rows": len(s.rows),
+                        "shown": len(s.shown),
+                        "query": s.query,
+                        "items": s.shown,
+                    }
+                    for key, s in self.sections.items()
+                },
                 "cache_misses": self.cache_misses,
                 "notes": {
                     "coverage": "exact, evidence and semantic coverage are separate measures, "
                     "never added up; evidence neighbours are not semantic coverage; semantic "
                     "pairs are reviewable, not truth",
+                    "denominator": excluded_line(self.summary),
+                    "semantic": "semantic coverage is null (not judged) while no fact of the "
+                    "window has been shown to a judge",
                     "cost": "list-price snapshot, not subscription billing; NULL when a run "
                     "lacks a price",
                 },
@@ -81,6 +212,7 @@ class Report:
 
 
 def _plain(value: Any) -> Any:
+    # Counts, tokens and milliseconds are integers in SQL already; Decimal is only USD and ratios.
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -99,12 +231,46 @@ def read_only(url: str) -> psycopg.Connection[Row]:
     )
 
 
+def _window_args(since: datetime | None, until: datetime | None) -> str:
+    def one(at: datetime | None) -> str:
+        return "NULL" if at is None else f"'{at.isoformat()}'"
+
+    return f"{one(since)}, {one(until)}"
+
+
+def _select(items: list[Row], key: str) -> list[Row]:
+    """The item rows of one section (runs are not items)."""
+    if key == "facts":
+        return [r for r in items if r["item"] == "fact" and r["excluded_reason"] is None]
+    if key == "proposals":
+        return [r for r in items if r["item"] == "proposal"]
+    if key == "exact":
+        return [r for r in items if r["item"] == "fact" and r["exact"] == "exact"]
+    if key == "evidence":
+        return [r for r in items if r["item"] == "fact" and r["evidence"] == "neighbour"]
+    if key == "semantic":
+        return [r for r in items if r["item"] == "fact" and r["semantic"] == "pair"]
+    if key == "excluded":
+        in_scope = {r["item_id"] for r in items if r["item"] == "fact" and not r["excluded_reason"]}
+        return [
+            r
+            for r in items
+            if r["item"] == "fact" and r["excluded_reason"] and r["item_id"] not in in_scope
+        ]
+    agreement = {"steward-only": "steward only", "shadow-only": "shadow only"}.get(key, key)
+    return [r for r in items if r["agreement"] == agreement]
+
+
 def collect(
-    conn: psycopg.Connection[Row], since: datetime | None, until: datetime | None
+    conn: psycopg.Connection[Row],
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    rows_per_section: int = DEFAULT_ROWS,
 ) -> Report:
     window = (since, until)
     summary = conn.execute(queries.COMPARISON_SUMMARY, window).fetchone() or {}
-    return Report(
+    report = Report(
         since=since,
         until=until,
         summary=dict(summary),
@@ -112,11 +278,83 @@ def collect(
         latency=list(conn.execute(queries.COMPARISON_LATENCY, window)),
         evidence_quality=list(conn.execute(queries.COMPARISON_EVIDENCE_QUALITY, window)),
         daily=list(conn.execute(queries.COMPARISON_DAILY, window)),
+        context=dict(conn.execute(queries.COMPARISON_CONTEXT, window).fetchone() or {}),
+        by_path=list(conn.execute(queries.COMPARISON_BY_PATH, window)),
+        by_thread=list(conn.execute(queries.COMPARISON_BY_THREAD, window)),
+        rows_per_section=rows_per_section,
         cache_misses=list(conn.execute(queries.COMPARISON_CACHE_MISSES, window)),
     )
+    items = list(conn.execute(queries.COMPARISON_ITEMS, window))
+    report.items = {(r["item"], r["item_id"]): r for r in items}
+    runs = list(conn.execute(queries.COMPARISON_RUN_LIST, window))
+    w = _window_args(since, until)
+    for spec in SECTIONS:
+        rows = runs if spec.key == "runs" else _select(items, spec.key)
+        ids = {(r.get("item", "run"), r.get("item_id", r.get("run_id"))) for r in rows}
+        report.sections[spec.key] = Section(
+            spec=spec,
+            count=len(ids) if spec.key != "runs" else len(rows),
+            rows=rows,
+            shown=[dict(r) for r in rows[:rows_per_section]],
+            query=spec.query.format(w=w),
+        )
+    _attach_evidence(conn, report)
+    return report
 
 
-# --- terminal ---
+def _partners(row: Row) -> list[tuple[str, int]]:
+    other = "proposal" if row.get("item") == "fact" else "fact"
+    ids = sorted(set(row.get("exact_ids") or []) | set(row.get("evidence_ids") or []))
+    ids += sorted(set(row.get("semantic_ids") or []) - set(ids))
+    return [(other, i) for i in ids]
+
+
+def _attach_evidence(conn: psycopg.Connection[Row], report: Report) -> None:
+    """Each shown item gets its evidence pointers, rendered in SQL; each shown pair its other
+    side, with that side's evidence too."""
+    wanted: set[tuple[str, int]] = set()
+    for key, section in report.sections.items():
+        if key == "runs":
+            continue
+        for row in section.shown:
+            wanted.add((row["item"], row["item_id"]))
+            wanted.update(_partners(row))
+    facts = sorted(i for kind, i in wanted if kind == "fact")
+    proposals = sorted(i for kind, i in wanted if kind == "proposal")
+    evidence: dict[tuple[str, int], list[Row]] = {}
+    if facts or proposals:
+        for p in conn.execute(
+            queries.COMPARISON_ITEM_EVIDENCE, (report.since, report.until, facts, proposals)
+        ):
+            evidence.setdefault((p["item"], p["item_id"]), []).append(p)
+    for key, section in report.sections.items():
+        if key == "runs":
+            continue
+        for row in section.shown:
+            row["evidence_rows"] = evidence.get((row["item"], row["item_id"]), [])
+            row["paired"] = [_partner(report, row, kind, i, evidence) for kind, i in _partners(row)]
+
+
+_PAIR_COLUMNS = (("exact", "exact_ids"), ("evidence", "evidence_ids"), ("semantic", "semantic_ids"))
+
+
+def _partner(
+    report: Report, row: Row, kind: str, item_id: int, evidence: dict[tuple[str, int], list[Row]]
+) -> Row:
+    """The other side of a pair: its text and evidence, and which coverages pair the two."""
+    other = report.items.get((kind, item_id)) or {}
+    return {
+        "item": kind,
+        "item_id": item_id,
+        "thread_id": other.get("thread_id"),
+        "path": other.get("path"),
+        "text": other.get("text"),
+        "kinds": [k for k, col in _PAIR_COLUMNS if item_id in (row.get(col) or [])],
+        "evidence_rows": evidence.get((kind, item_id), []),
+    }
+
+
+# --- figures for people ---
 
 
 def fmt(value: Any, kind: str = "") -> str:
@@ -128,32 +366,105 @@ def fmt(value: Any, kind: str = "") -> str:
     if kind == "pct":
         return f"{float(value) * 100:.1f}%"
     if kind == "ms":
-        return f"{float(value):,.0f} ms"
+        return f"{int(value):,} ms"
     if isinstance(value, dict):
         return ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
     return str(value)
 
 
-SUMMARY_ROWS: list[tuple[str, str, str]] = [
-    ("proposals", "shadow proposals", ""),
-    ("valid_proposals", "valid proposals", ""),
-    ("rejected_proposals", "rejected proposals", ""),
-    ("rejected_by_reason", "rejected, by reason", ""),
-    ("facts", "steward facts", ""),
-    ("exact_covered_facts", "facts with an exact match", ""),
-    ("exact_coverage", "exact coverage", "pct"),
-    ("evidence_neighbour_facts", "facts with an evidence neighbour", ""),
-    ("evidence_coverage", "evidence coverage (neighbours, not meaning)", "pct"),
-    ("semantic_covered_facts", "facts in a judged pair", ""),
-    ("semantic_coverage", "semantic coverage (reviewable, not truth)", "pct"),
-    ("steward_usd", "steward cost", "usd"),
-    ("shadow_usd", "shadow cost", "usd"),
-    ("judge_usd", "semantic judge cost", "usd"),
-    ("steward_p50_ms", "steward latency p50", "ms"),
-    ("steward_p95_ms", "steward latency p95", "ms"),
-    ("shadow_p50_ms", "shadow latency p50", "ms"),
-    ("shadow_p95_ms", "shadow latency p95", "ms"),
+NOT_JUDGED = "not judged"
+
+
+def summary_figure(summary: Row, key: str, kind: str) -> str:
+    """A summary figure as shown: "not judged" where no judge ran, instead of 0 or $0."""
+    judged = bool(summary.get("semantic_judged_facts"))
+    if key in ("semantic_coverage", "semantic_covered_facts") and not judged:
+        return NOT_JUDGED
+    if key == "judge_usd" and not summary.get("judge_runs"):
+        return NOT_JUDGED
+    return fmt(summary.get(key), kind)
+
+
+# (column, label, kind, the drill-down section its rows are in)
+SUMMARY_ROWS: list[tuple[str, str, str, str | None]] = [
+    ("proposals", "shadow proposals", "", "proposals"),
+    ("valid_proposals", "valid proposals", "", "proposals"),
+    ("rejected_proposals", "rejected proposals", "", "rejected"),
+    ("rejected_by_reason", "rejected, by reason", "", "rejected"),
+    ("facts", "steward facts shadow could have read", "", "facts"),
+    ("excluded_facts", "steward facts left out (shadow never reads their rows)", "", "excluded"),
+    ("exact_covered_facts", "facts with an exact match", "", "exact"),
+    ("exact_coverage", "exact coverage", "pct", "exact"),
+    ("evidence_neighbour_facts", "facts with an evidence neighbour", "", "evidence"),
+    ("evidence_coverage", "evidence coverage (neighbours, not meaning)", "pct", "evidence"),
+    ("semantic_covered_facts", "facts in a judged pair", "", "semantic"),
+    ("semantic_coverage", "semantic coverage (reviewable, not truth)", "pct", "semantic"),
+    ("steward_only_facts", "steward only: facts no proposal matches", "", "steward-only"),
+    ("shadow_only_proposals", "shadow only: proposals matching no fact", "", "shadow-only"),
+    ("steward_usd", "steward cost", "usd", "runs"),
+    ("shadow_usd", "shadow cost", "usd", "runs"),
+    ("judge_usd", "semantic judge cost", "usd", "runs"),
+    ("steward_p50_ms", "steward latency p50", "ms", "runs"),
+    ("steward_p95_ms", "steward latency p95", "ms", "runs"),
+    ("shadow_p50_ms", "shadow latency p50", "ms", "runs"),
+    ("shadow_p95_ms", "shadow latency p95", "ms", "runs"),
 ]
+
+# (column, label, kind) of the hot / cold / steward table.
+PATH_ROWS: list[tuple[str, str, str]] = [
+    ("runs", "runs", ""),
+    ("completed_runs", "completed runs", ""),
+    ("proposals", "proposals", ""),
+    ("validity_rate", "validity rate (valid / proposals)", "pct"),
+    ("facts", "facts whose rows the path read (steward: facts written)", ""),
+    ("exact_coverage", "exact coverage", "pct"),
+    ("evidence_coverage", "evidence coverage (neighbours)", "pct"),
+    ("semantic_coverage", "semantic coverage (reviewable)", "pct"),
+    ("estimated_usd", "cost", "usd"),
+    ("output_usd", "output cost", "usd"),
+    ("output_share", "output share of cost", "pct"),
+    ("usd_per_fact", "cost per fact (shadow: per valid proposal)", "usd"),
+    ("messages_digested", "messages digested", ""),
+    ("usd_per_1000_messages", "cost per 1,000 digested messages", "usd"),
+    ("p50_ms", "latency p50", "ms"),
+    ("p95_ms", "latency p95", "ms"),
+    ("max_ms", "latency max", "ms"),
+]
+
+
+def path_figure(row: Row, key: str, kind: str) -> str:
+    if row["path"] == "steward" and key in (
+        "proposals",
+        "validity_rate",
+        "exact_coverage",
+        "evidence_coverage",
+        "semantic_coverage",
+    ):
+        return "n/a"
+    if key.endswith("_coverage") and not row.get("facts"):
+        return "no facts"
+    if key == "semantic_coverage" and not row.get("semantic_judged_facts"):
+        return NOT_JUDGED
+    return fmt(row.get(key), kind)
+
+
+def excluded_line(summary: Row) -> str:
+    """The denominator, said in one line."""
+    n = int(summary.get("excluded_facts") or 0)
+    return (
+        "Shadow's coverage counts only facts shadow could have read: "
+        f"{n} fact{'' if n == 1 else 's'} drawn only from rows shadow never reads (main, the "
+        "steward's record, history from before shadow's activation) "
+        f"{'is' if n == 1 else 'are'} left out of the denominator and listed apart."
+    )
+
+
+def _when(at: Any) -> str:
+    if isinstance(at, datetime):
+        return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "-"
 
 
 def window_label(since: datetime | None, until: datetime | None) -> str:
@@ -162,13 +473,74 @@ def window_label(since: datetime | None, until: datetime | None) -> str:
     return f"from {a} to {b}"
 
 
+def absolute_window(report: Report) -> str:
+    """The window in absolute time: as asked, or the data's first and last time when open."""
+    first = report.since or report.summary.get("first_at")
+    last = report.until or report.summary.get("last_at")
+    if first is None and last is None:
+        return f"{window_label(report.since, report.until)} (no data)"
+    return f"{_when(first)} to {_when(last)}"
+
+
+def frame_line(report: Report) -> str:
+    return (
+        f"database {report.context.get('database_name', '?')}, window {absolute_window(report)} "
+        f"(asked: {window_label(report.since, report.until)}), "
+        f"generated {_when(report.context.get('generated_at'))}"
+    )
+
+
+# --- terminal ---
+
+
 def print_tables(report: Report, console: Printer) -> None:
+    console.print(frame_line(report))
     summary = Table(title=f"Comparison summary, {window_label(report.since, report.until)}")
     summary.add_column("measure")
     summary.add_column("value", justify="right")
-    for key, label, kind in SUMMARY_ROWS:
-        summary.add_row(label, fmt(report.summary.get(key), kind))
+    for key, label, kind, _ in SUMMARY_ROWS:
+        summary.add_row(label, summary_figure(report.summary, key, kind))
     console.print(summary)
+    console.print(excluded_line(report.summary))
+
+    paths = Table(title="Hot vs cold, beside the steward")
+    paths.add_column("measure")
+    for row in report.by_path:
+        paths.add_column(row["path"], justify="right")
+    for key, label, kind in PATH_ROWS:
+        paths.add_row(label, *[path_figure(row, key, kind) for row in report.by_path])
+    console.print(paths)
+
+    threads = Table(title="Per thread")
+    for col in (
+        "thread",
+        "proposals",
+        "rejected",
+        "facts",
+        "excluded",
+        "exact",
+        "neighbours",
+        "semantic",
+        "steward only",
+        "shadow only",
+    ):
+        threads.add_column(col, justify="left" if col == "thread" else "right")
+    for r in report.by_thread:
+        threads.add_row(
+            r["thread_id"],
+            fmt(r["proposals"]),
+            fmt(r["rejected_proposals"]),
+            fmt(r["facts"]),
+            fmt(r["excluded_facts"]),
+            fmt(r["exact_covered_facts"]),
+            fmt(r["evidence_neighbour_facts"]),
+            fmt(r["semantic_covered_facts"]) if report.judged else NOT_JUDGED,
+            fmt(r["steward_only_facts"]),
+            fmt(r["shadow_only_proposals"]),
+        )
+    if not report.by_thread:
+        threads.add_row("no thread in this window", *[""] * 9)
+    console.print(threads)
 
     cost = Table(title="Cost by pipeline (list-price snapshot, not subscription billing)")
     for col in (
@@ -230,6 +602,11 @@ def print_tables(report: Report, console: Printer) -> None:
         quality.add_row("no evidence in this window", "", "", "")
     console.print(quality)
     print_cache_misses(report, console)
+    console.print(
+        "The rows behind each number: ember compare --html FILE, ember compare --json, or in "
+        "psql ember.comparison_items, ember.comparison_item_evidence, ember.comparison_run_list; "
+        "one item: ember explain FACT_ID, ember explain --proposal ID."
+    )
 
 
 def cache_miss_rows(report: Report) -> list[list[str]]:
