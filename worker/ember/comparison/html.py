@@ -6,6 +6,7 @@ to the browser too), so it opens offline and can be mailed as a single file.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from html import escape
 from typing import Any
@@ -168,7 +169,8 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render(report: Report) -> str:
+def render(report: Report, sections: Sequence[str] = ()) -> str:
+    """The page; `sections` are fragments other reports render (ember eval's), placed last."""
     window = window_label(report.since, report.until)
     summary_rows = "".join(
         f'<tr><th>{escape(label)}</th><td class="num" data-key="{key}" '
@@ -240,6 +242,7 @@ a price shows "unknown", never a smaller total.</p>
 <p class="note">Pointer identity checks only; whether a fact is correct still needs a human
 read.</p>
 {_table(["source", "kind", "check", "pointers"], quality_rows, {3})}
+{"".join(sections)}
 </body>
 </html>
 """
