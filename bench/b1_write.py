@@ -40,7 +40,9 @@ def main() -> None:
         for r in range(SINGLE_ROUNDS):
             start = time.perf_counter()
             for i in range(SINGLE_PER_ROUND):
-                conn.execute("SELECT ember.append_message('w', 'assistant', %s)", (f"{text} {r}.{i}",))
+                conn.execute(
+                    "SELECT ember.append_message('w', 'assistant', %s)", (f"{text} {r}.{i}",)
+                )
             api += time.perf_counter() - start
             start = time.perf_counter()
             for i in range(SINGLE_PER_ROUND):

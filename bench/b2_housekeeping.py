@@ -18,7 +18,15 @@ import datetime as dt
 import json
 
 import psycopg
-from _support import OUT, explain, function_query, median_ms, scratch_database, verdict, write_section
+from _support import (
+    OUT,
+    explain,
+    function_query,
+    median_ms,
+    scratch_database,
+    verdict,
+    write_section,
+)
 
 PENDING = 20
 T = dt.datetime(2030, 1, 10, 12, 0, tzinfo=dt.UTC)
@@ -146,10 +154,7 @@ def measure(conn: psycopg.Connection, label: str, repeat: int) -> dict[str, floa
         body = body.replace("#variable_conflict use_column", "")
         plans["shadow_ready"] = explain(conn, "SELECT * FROM ember.shadow_ready(%s)", (T,))
         plans["shadow_ready_query"] = "\n".join(
-            r[0]
-            for r in conn.execute(
-                "EXPLAIN (ANALYZE, BUFFERS) " + body, {"now": T}
-            ).fetchall()
+            r[0] for r in conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + body, {"now": T}).fetchall()
         )
         plans["claim"] = explain(
             conn, "SELECT ember.claim_shadow_run('bench', '5 minutes', %s)", (T,)
@@ -217,12 +222,17 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     drained = (0, 0.0)
     for label, threads, messages, undigested in SIZES:
-        with scratch_database(f"ember_bench_b2_{label}") as url, psycopg.connect(url, autocommit=True) as conn:
+        with (
+            scratch_database(f"ember_bench_b2_{label}") as url,
+            psycopg.connect(url, autocommit=True) as conn,
+        ):
             build(conn, threads, messages, undigested)
             results[label] = measure(conn, label, repeat=7)
-            print(f"B2 {label} ({threads} threads, {messages} messages): " + ", ".join(
-                f"{k} {v:.1f} ms" for k, v in results[label].items()
-            ), flush=True)
+            print(
+                f"B2 {label} ({threads} threads, {messages} messages): "
+                + ", ".join(f"{k} {v:.1f} ms" for k, v in results[label].items()),
+                flush=True,
+            )
             if label == "large":
                 drained = drain(conn, 30)
 

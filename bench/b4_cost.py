@@ -40,10 +40,12 @@ from ember.sim import SimServer
 HOT_DB = "ember_bench_b4"
 COLD_DB = "ember_bench_b4_cold"
 MODEL = "claude-sonnet-4-6"
+# Long enough for Sonnet 4.6's observed minimum cacheable length (2,048 tokens): a shorter
+# prefix is not cached by the API, so it is not hot-eligible (docs/models.md).
 SYSTEM = (
     "You are the assistant of a small engineering team: planning, travel, deploys and reviews. "
     "Answer briefly, ask before anything irreversible, and use the tools you are given. "
-) * 30
+) * 50
 TOOLS = turn_tools(
     [
         {

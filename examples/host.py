@@ -3,8 +3,10 @@
     .venv/bin/python examples/host.py
 
 What it shows, in order:
+0. the one-time set-up (`Host.setup`), which says what it did;
 1. a host that offers the shadow tool in every turn and captures each request's exact bytes
-   (`ember.host.PrefixCapture`), recording them with `note_prefix`;
+   (`ember.host.PrefixCapture`, which also puts the cache breakpoint on the last message),
+   recording them with `note_prefix`;
 2. a turn that ends waiting for the user: the worker replays it on the hot path (a cache read
    of the whole old prefix) and proposes facts with evidence;
 3. a turn that leaves a tool call dangling, then waits for the user: the worker's shadow turn
@@ -127,10 +129,12 @@ def main() -> int:
     sim = SimServer(responder=ShadowTurns(), named={"host-turns": HostTurns()})
     with sim, psycopg.connect(url, autocommit=True) as conn:
         host = Host(conn)
-        host.create_thread("main", "main")
-        host.create_thread("trip", "side", title="Porto trip")
-        host.create_thread("ops", "side", title="Deploys")
-        conn.execute("SELECT ember.shadow_activate()")
+        # The one-time calls: main first (the steward's thread copies its model pin once), the
+        # steward's thread, shadow's activation. A second call would change nothing.
+        for step in host.setup(main="main", main_model=MODEL):
+            print(f"setup: {step}")
+        host.create_thread("trip", "side", title="Porto trip", model=MODEL)
+        host.create_thread("ops", "side", title="Deploys", model=MODEL)
 
         env = {**os.environ, "DATABASE_URL": url, "ANTHROPIC_BASE_URL": sim.base_url}
         env.setdefault("ANTHROPIC_API_KEY", "example-key")

@@ -109,3 +109,50 @@ BEGIN
               HINT = 'tag one model of this tier for all of them; the work waits meanwhile';
 END;
 $$;
+
+-- The model a call for p_thread may go to now (seed 001 sections 1 and 8): the thread's pinned
+-- model, when that model is tagged for every label the thread carries. Labels only grow within a
+-- generation, and a label carrier gathers them from what it receives (check_carrier_flow lets main
+-- take a progress report from a health chat whatever main's pin), so a pin can fall behind its
+-- thread's labels; the next call is then refused with category_model (EM022), never sent to an
+-- untagged model. Rerouting to some other tagged model instead would override the user's choice
+-- of model behind their back; the refusal names a model that would do. Unpinned, an unlabelled
+-- thread's call is the host's to route (model NULL); a labelled one is refused, since no pin
+-- proves no tags. Returns {thread, model, labels}.
+CREATE OR REPLACE FUNCTION ember.thread_call_model(p_thread text)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    t ember.threads;
+    v_labels text[];
+    v_tags text[];
+    v_tier text;
+    v_missing text[];
+    v_fit text;
+BEGIN
+    SELECT * INTO t FROM ember.threads WHERE id = p_thread;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    v_labels := ember.thread_call_labels(p_thread);
+    SELECT m.tags, m.tier INTO v_tags, v_tier FROM ember.models AS m WHERE m.id = t.model;
+    v_missing := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(coalesce(v_tags, '{}')));
+    IF cardinality(v_missing) > 0 THEN
+        SELECT m.id INTO v_fit FROM ember.models AS m
+        WHERE m.tags @> v_labels
+        ORDER BY m.tier IS NOT DISTINCT FROM v_tier DESC, m.position
+        LIMIT 1;
+        RAISE EXCEPTION 'category_model: thread "%" carries %, and %', p_thread, v_labels,
+            CASE WHEN t.model IS NULL THEN 'no model is pinned for it'
+                 ELSE format('its pinned model "%s" is not tagged for %s', t.model, v_missing) END
+            USING ERRCODE = 'EM022',
+                  DETAIL = 'labelled content goes only to a model tagged for all of its labels; the call is refused, not sent',
+                  HINT = CASE WHEN v_fit IS NOT NULL
+                      THEN format('pin a tagged model (ember.set_thread_model(%L, %L) would do), ', p_thread, v_fit)
+                      ELSE 'tag a model for them (UPDATE ember.models SET tags = ...) and pin it, ' END
+                      || 'or start a new generation for a clean context';
+    END IF;
+    RETURN jsonb_build_object('thread', p_thread, 'model', t.model, 'labels', to_jsonb(v_labels));
+END;
+$$;

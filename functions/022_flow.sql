@@ -54,12 +54,21 @@ $$;
 -- would be in the backlog, a shadow plan and the receiver's own prompts, so it goes only to another
 -- isolated thread, exactly like a copy (copy_messages, EM028). Checking the sender's seal at the
 -- readers instead would leave the row in the open thread for every future reader to get right.
+-- The steward's record is the source of no other thread's row or event (EM027): such a row would
+-- land in the backlog and the steward would read what it had written, the self-reading loop of
+-- seed 001 section 3; and what the steward holds reaches anyone only as facts, by search_memory.
 CREATE OR REPLACE FUNCTION ember.messages_carrier_flow()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
     IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
+        IF ember.is_steward_thread(new.from_thread) THEN
+            RAISE EXCEPTION 'thread "%": a row from "%" refused: the memory steward''s record is never the source of another thread''s row or event',
+                new.thread_id, new.from_thread
+                USING ERRCODE = 'EM027',
+                      HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
+        END IF;
         IF ember.is_isolated(new.from_thread) AND NOT ember.is_isolated(new.thread_id) THEN
             RAISE EXCEPTION 'thread "%": a row from isolated thread "%" goes only to an isolated thread',
                 new.thread_id, new.from_thread

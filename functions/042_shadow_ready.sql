@@ -130,9 +130,8 @@ BEGIN
             WHERE p.thread_id = gen.tid
                 AND p.generation_id = gen.gid
                 AND gen.gen_open
-                AND p_now < p.request_started_at + md.cache_ttl
                 AND p.has_shadow_tool
-                AND p.estimated_tokens >= md.min_cacheable_tokens
+                AND (ember.hot_path_rule(p.model, p.estimated_tokens, p_now - p.request_started_at)).eligible
                 -- Routing never downgrades (invariant 9), on the hot path too: that the host sent
                 -- the thread to this model is no clearance for shadow to send it again.
                 AND md.tags @> ember.generation_labels(gen.gid)

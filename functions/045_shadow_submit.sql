@@ -18,7 +18,9 @@ RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_allowed constant text[] := ARRAY['status', 'error', 'usage', 'latency_ms', 'finished_at', 'proposals'];
+    v_allowed constant text[] := ARRAY[
+        'status', 'error', 'usage', 'latency_ms', 'finished_at', 'proposals', 'diagnostics'
+    ];
     v_required constant text[] := ARRAY['status', 'error', 'usage', 'latency_ms', 'proposals'];
     v_usage_keys constant text[] := ARRAY[
         'input_tokens', 'cache_read_input_tokens', 'cache_creation_5m_input_tokens',
@@ -44,6 +46,10 @@ BEGIN
     IF jsonb_typeof(p_outcome -> 'status') <> 'string'
        OR p_outcome ->> 'status' NOT IN ('completed', 'failed') THEN
         RETURN format('status must be "completed" or "failed", got %s', p_outcome -> 'status');
+    END IF;
+    -- The response's diagnostics object, kept as the API gave it (cache_miss_reason).
+    IF jsonb_typeof(p_outcome -> 'diagnostics') NOT IN ('object', 'null') THEN
+        RETURN format('diagnostics must be an object or null, got %s', jsonb_typeof(p_outcome -> 'diagnostics'));
     END IF;
     IF jsonb_typeof(p_outcome -> 'error') NOT IN ('string', 'null') THEN
         RETURN format('error must be a string or null, got %s', jsonb_typeof(p_outcome -> 'error'));
@@ -230,6 +236,7 @@ BEGIN
         cache_write_1h_tokens = (p_outcome #>> '{usage,cache_creation_1h_input_tokens}')::bigint,
         output_tokens = (p_outcome #>> '{usage,output_tokens}')::bigint,
         latency_ms = (p_outcome ->> 'latency_ms')::bigint,
+        cache_diagnostics = nullif(p_outcome -> 'diagnostics', 'null'::jsonb),
         finished_at = v_now
     WHERE id = p_run;
 

@@ -21,7 +21,8 @@ SELECT
     s.price_output,
     s.price_cache_write_5m,
     s.price_cache_write_1h,
-    s.price_cache_read
+    s.price_cache_read,
+    s.price_tiers
 FROM ember.steward_runs AS s
 UNION ALL
 SELECT
@@ -40,7 +41,8 @@ SELECT
     r.price_output,
     r.price_cache_write_5m,
     r.price_cache_write_1h,
-    r.price_cache_read
+    r.price_cache_read,
+    r.price_tiers
 FROM ember.shadow_runs AS r
 WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
@@ -60,21 +62,21 @@ SELECT
     j.price_output,
     j.price_cache_write_5m,
     j.price_cache_write_1h,
-    j.price_cache_read
+    j.price_cache_read,
+    j.price_tiers
 FROM ember.judge_runs AS j;
 
--- A run's list-price estimate in USD, or NULL when any price of its snapshot is missing.
+-- A run's list-price estimate in USD (ember.run_cost_usd), or NULL when any price of its snapshot is
+-- missing.
 CREATE OR REPLACE FUNCTION ember.run_usd(r ember.comparison_runs)
 RETURNS numeric
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT (
-        r.input_tokens * r.price_input
-        + r.output_tokens * r.price_output
-        + r.cache_write_5m_tokens * r.price_cache_write_5m
-        + r.cache_write_1h_tokens * r.price_cache_write_1h
-        + r.cache_read_tokens * r.price_cache_read
-    ) / 1000000.0
+    SELECT ember.run_cost_usd(
+        r.input_tokens, r.cache_read_tokens, r.cache_write_5m_tokens, r.cache_write_1h_tokens,
+        r.output_tokens, r.price_input, r.price_output, r.price_cache_write_5m,
+        r.price_cache_write_1h, r.price_cache_read, r.price_tiers
+    )
 $$;
 
 CREATE OR REPLACE FUNCTION ember.comparison_cost(

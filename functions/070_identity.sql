@@ -209,7 +209,11 @@ $$;
 --   generation, segment {ordinal, opened}: the identity is part of the context-segment key, so a
 --          new version opens a new segment of the current generation and leaves the earlier
 --          segments as they were;
---   tools: [{name, availability, file_tool}] in registry order.
+--   tools: [{name, availability, file_tool}] in registry order;
+--   model: {thread, model, labels}: the model the turn's call goes to and the labels it carries
+--          (ember.thread_call_model). A thread whose labels have outgrown its pinned model (main,
+--          say, after a progress report from a health chat) is refused with category_model
+--          (EM022) here, before the turn, rather than having its call sent to an untagged model.
 -- The host re-reads every hot document each turn that uses it and passes the text or the failure
 -- in p_reads (see note_identity_reads); a failed read never changes what the turn is told.
 CREATE OR REPLACE FUNCTION ember.turn_identity(
@@ -227,9 +231,11 @@ DECLARE
     v_last ember.identity_segments;
     v_ordinal integer;
     v_opened boolean := false;
+    v_call jsonb;
 BEGIN
     PERFORM ember.require_now(p_now);
     t := ember.lock_thread(p_thread);
+    v_call := ember.thread_call_model(p_thread);
     v_read := ember.note_identity_reads(p_reads, p_now);
 
     SELECT jsonb_agg(jsonb_build_object(
@@ -279,6 +285,7 @@ BEGIN
         'identity_version', v_version,
         'generation', v_generation,
         'segment', jsonb_build_object('ordinal', v_ordinal, 'opened', v_opened),
+        'model', v_call,
         'tools', coalesce((
             SELECT jsonb_agg(jsonb_build_object(
                 'name', tl.name, 'availability', tl.availability, 'file_tool', tl.file_tool

@@ -143,6 +143,10 @@ BEGIN
 END;
 $$;
 
+-- An eval call copies its model's length tiers with its prices, like every run.
+CREATE OR REPLACE TRIGGER eval_calls_price_tiers BEFORE INSERT ON ember.eval_calls
+FOR EACH ROW EXECUTE FUNCTION ember.copy_price_tiers();
+
 -- Store one pipeline's answer to one question, with what it was shown. p_answer:
 -- {"question_id", "pipeline", "status": "judged"|"failed", "answer", "verdict": "correct"|"wrong",
 -- "reason", "error", "context_tokens", "search_ms", "shown": [{"rank", "fact_id"|"proposal_id",
@@ -306,11 +310,14 @@ BEGIN
         FROM jsonb_array_elements(p_items) WITH ORDINALITY AS i (value, ordinality)
     )
     SELECT it.role, it.model, it.calls, it.input_tokens, it.output_tokens,
-           round(ember.run_usd(ROW(
-               it.role, it.model, 'estimate', NULL, NULL, NULL,
-               it.input_tokens, 0, 0, 0, it.output_tokens,
-               md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h, md.price_cache_read
-           )::ember.comparison_runs), 6)
+           -- Priced per call (the tokens spread evenly over the calls, rounded up), so that a
+           -- length tier applies to a request that long, not to the sum of many short ones.
+           round(ember.run_cost_usd(
+               ceil(it.input_tokens::numeric / greatest(it.calls, 1))::bigint, 0, 0, 0,
+               ceil(it.output_tokens::numeric / greatest(it.calls, 1))::bigint,
+               md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
+               md.price_cache_read, ember.model_price_tiers_json(md.id)
+           ) * greatest(it.calls, 1), 6)
     FROM items AS it
     LEFT JOIN ember.models AS md ON md.id = it.model
     ORDER BY it.ordinality;

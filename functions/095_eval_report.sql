@@ -5,23 +5,23 @@
 --
 -- Cost is never computed from prices outside SQL: extraction is what comparison_cost says the
 -- steward's and shadow's runs of the eval's window cost (each run's own list-price snapshot),
--- answering and judging is what each recorded call's snapshot says, both through ember.run_usd.
+-- answering and judging is what each recorded call's snapshot says, both through ember.run_cost_usd.
 -- A missing price makes a figure NULL ("unknown"), never a smaller total.
 --
 -- These functions are SECURITY DEFINER and granted to ember_analyst (like the comparison's), so
 -- `ember compare --html` can include a run as the analyst. They show fact and proposal texts and
 -- evidence pointers, never a message's content, and nothing of an isolated thread.
 
--- One call's list-price estimate in USD, through the same function every comparison cost uses.
+-- One call's list-price estimate in USD, by the one function every cost in Ember is computed with.
 CREATE OR REPLACE FUNCTION ember.eval_call_usd(c ember.eval_calls)
 RETURNS numeric
 LANGUAGE sql IMMUTABLE
 AS $$
-    SELECT ember.run_usd(ROW(
-        'eval ' || c.purpose, c.model, c.status, c.started_at, c.finished_at, c.latency_ms,
-        c.input_tokens, c.cache_read_tokens, c.cache_write_5m_tokens, c.cache_write_1h_tokens, c.output_tokens,
-        c.price_input, c.price_output, c.price_cache_write_5m, c.price_cache_write_1h, c.price_cache_read
-    )::ember.comparison_runs)
+    SELECT ember.run_cost_usd(
+        c.input_tokens, c.cache_read_tokens, c.cache_write_5m_tokens, c.cache_write_1h_tokens,
+        c.output_tokens, c.price_input, c.price_output, c.price_cache_write_5m,
+        c.price_cache_write_1h, c.price_cache_read, c.price_tiers
+    )
 $$;
 
 -- A sum that is unknown as soon as one of its parts is.

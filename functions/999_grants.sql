@@ -120,7 +120,13 @@ BEGIN
             ('ember_host', 'forget_messages'),
             ('ember_host', 'forget_thread'),
             ('ember_host', 'facts_as_of'),
-            ('ember_host', 'explain_fact')
+            ('ember_host', 'explain_fact'),
+            -- ember_host: the one-time set-up, and the model a thread's next call may go to.
+            ('ember_host', 'setup'),
+            ('ember_host', 'thread_call_model'),
+            -- ember_worker: why nothing is happening, and the hot path's cache check.
+            ('ember_worker', 'work_status'),
+            ('ember_worker', 'hot_cache_shortfall')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')

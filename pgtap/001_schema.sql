@@ -21,9 +21,12 @@ SELECT is(
     (SELECT count(*)::int FROM ember.models
      WHERE price_cache_write_5m <> price_input * 1.25
         OR price_cache_write_1h <> price_input * 2
-        OR price_cache_read <> price_input * 0.1),
+        OR price_cache_read <> price_input * CASE
+            WHEN id IN ('claude-opus-5-5', 'claude-sonnet-5-5') THEN 0.05
+            WHEN id IN ('claude-fable-5-1', 'claude-mythos-5-1') THEN 0.025
+            ELSE 0.1 END),
     0,
-    'seeded cache prices follow the 1.25x / 2x / 0.1x multipliers'
+    'seeded cache writes are 1.25x / 2x input; reads 0.1x, 0.05x on Opus and Sonnet 5.5, 0.025x on Fable and Mythos 5.1'
 );
 SELECT is(ember.setting_interval('idle_before_digest'), '20 minutes'::interval, 'idle constant');
 SELECT is(ember.setting_int('cold_page_tokens'), 12000, 'cold page constant');

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(44);
+SELECT plan(45);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
@@ -129,15 +129,22 @@ SELECT is((SELECT count(*)::int FROM ember.generation_sources
 SELECT throws_ok($$SELECT ember.report_read_generations('00000000-0000-0000-0000-000000000002', '{}')$$,
                  'EM020', NULL, 'reporting for an unknown generation is a named error');
 
--- A row from one carrier into another carries everything the sender had read.
+-- A row from one carrier into another carries everything the sender had read. The steward's
+-- record is never a source (EM027), so the row goes from main into the steward's.
 UPDATE ember.models SET tags = '{finance,health}' WHERE id = 'claude-opus-4-8';
 SELECT ember.set_thread_model('main', 'claude-opus-4-8');
-SELECT ember.append_message('main', 'event', 'steward: digest done', NULL, NULL, NULL, NULL, NULL,
-                            'memory-steward');
-SELECT is((SELECT categories FROM ember.messages WHERE content = 'steward: digest done'),
+SELECT ember.set_thread_model('memory-steward', 'claude-opus-4-8');
+SELECT ember.append_message('main', 'event', 'doc: again', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('main', 'event', 'bank: again', NULL, NULL, NULL, NULL, NULL, 'bank');
+SELECT ember.start_generation('memory-steward');
+SELECT ember.append_message('memory-steward', 'event', 'main: digest this', NULL, NULL, NULL, NULL, NULL, 'main');
+SELECT is((SELECT categories FROM ember.messages WHERE content = 'main: digest this'),
           '{finance,health}'::text[], 'a row from a carrier carries the sender''s labels');
-SELECT is(ember.generation_labels(ember.latest_generation('main')), '{finance,health}'::text[],
+SELECT is(ember.generation_labels(ember.latest_generation('memory-steward')), '{finance,health}'::text[],
           'and the receiving generation records the sender''s sources');
+SELECT throws_ok($$SELECT ember.append_message('main', 'event', 'steward: digest done', NULL, NULL, NULL, NULL,
+                                               NULL, 'memory-steward')$$,
+                 'EM027', NULL, 'a row whose source is the steward''s record is refused by name');
 
 -- The shadow label source: what a call from a thread carries now.
 SELECT ember.start_generation('main');

@@ -32,14 +32,14 @@ $$;
 
 -- Hot path: a prefix of the current generation, younger than the TTL, with the tool, long enough.
 SELECT pg_temp.offer('h');
-SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 9000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('h', 1), 'hot claude-sonnet-4-6', 'a warm, long prefix with the shadow tool is hot, on its own model');
 SELECT is(pg_temp.path('h', 4.9), 'hot claude-sonnet-4-6', 'still hot just before the TTL');
 SELECT is(pg_temp.path('h', 5), 'cold claude-haiku-4-5', 'cold once the TTL has passed, on the light model');
-SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(-4));
+SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 9000), '{"content": []}', pg_temp.at(-4));
 SELECT is(pg_temp.path('h', 1.5), 'cold claude-haiku-4-5',
           'the TTL counts from the original request''s start, not from when the prefix was noted');
-SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', false, 5000), '{"content": []}', pg_temp.at(0));
+SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', false, 9000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('h', 1), 'cold claude-haiku-4-5', 'a prefix without the shadow tool is cold');
 SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 3900), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('h', 1), 'cold claude-haiku-4-5',
@@ -52,7 +52,7 @@ SELECT is(pg_temp.path('h', 1), 'hot claude-haiku-4-5', 'a haiku prefix above it
 SELECT ember.note_prefix('h', pg_temp.req('gpt-0', true, 20000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('h', 1), 'cold claude-haiku-4-5', 'a prefix of a model not in the registry is cold');
 UPDATE ember.models SET cache_ttl = '1 hour' WHERE id = 'claude-sonnet-4-6';
-SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT ember.note_prefix('h', pg_temp.req('claude-sonnet-4-6', true, 9000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('h', 30), 'hot claude-sonnet-4-6', 'the TTL is the model''s configured cache_ttl');
 UPDATE ember.models SET cache_ttl = '5 minutes' WHERE id = 'claude-sonnet-4-6';
 SELECT ember.start_generation('h', pg_temp.at(0));
@@ -134,10 +134,10 @@ SELECT is((SELECT count(*)::int FROM ember.shadow_ready(pg_temp.at(1)) WHERE thr
           'a waiting thread does not stop the others');
 
 -- The hot path replays to the prefix's model: only when that model may read the generation's labels.
-SELECT ember.note_prefix('doctor', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT ember.note_prefix('doctor', pg_temp.req('claude-sonnet-4-6', true, 9000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('doctor', 1), 'cold claude-haiku-4-5',
           'a warm prefix on a model not tagged for the thread''s category is not replayed: cold, on a tagged model');
-SELECT ember.note_prefix('bank', pg_temp.req('claude-sonnet-4-6', true, 5000), '{"content": []}', pg_temp.at(0));
+SELECT ember.note_prefix('bank', pg_temp.req('claude-sonnet-4-6', true, 9000), '{"content": []}', pg_temp.at(0));
 SELECT is(pg_temp.path('bank', 1), 'cold none', 'and with no tagged light model either, the work waits');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-sonnet-4-6';
 SELECT is(pg_temp.path('doctor', 1), 'hot claude-sonnet-4-6', 'once the prefix''s model is tagged, it is hot again');

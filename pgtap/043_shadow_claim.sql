@@ -71,7 +71,7 @@ UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(7) W
 SELECT ember.append_message('h', 'assistant', 'Hot row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0)) AS hot_row \gset
 SELECT ember.note_prefix(
     'h',
-    format(E'{"model":"claude-sonnet-4-6",  "tools":[{"name":"shadow_memory_propose","input_schema":{"type":"object"}}],\n "system":"%s"}', repeat('s', 5000)),
+    format(E'{"model":"claude-sonnet-4-6",  "tools":[{"name":"shadow_memory_propose","input_schema":{"type":"object"}}],\n "system":"%s"}', repeat('s', 9000)),
     E'{"content": [{"type": "thinking", "thinking": "hm", "signature": "abc=="}], "id":"msg_1"}',
     pg_temp.at(10)
 );

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(58);
+SELECT plan(60);
 
 -- Fixtures: a conversation written through the host API (what an import writes), steward facts,
 -- a shadow run and proposals inserted as their writers would store them (the proposal guard still
@@ -223,6 +223,13 @@ SELECT results_eq(
     $$VALUES (1::numeric, 5::numeric), (3, 15)$$,
     'a call keeps its model''s list prices'
 );
+SAVEPOINT tiered;
+SELECT pg_temp.call('conv-a/0', 'shadow', 'judge', 'claude-haiku-5-5', '{"input_tokens": 200000}');
+SELECT is(
+    (SELECT ember.eval_call_usd(c) FROM ember.eval_calls AS c WHERE c.model = 'claude-haiku-5-5'),
+    0.1::numeric, 'a call copies its model''s length tiers: 200,000 prompt tokens at the tier''s $0.50, not $0.10'
+);
+ROLLBACK TO SAVEPOINT tiered;
 SELECT throws_ok(
     format($$SELECT ember.eval_record_call(%s, '{"question_id": "conv-a/0", "pipeline": "steward",
         "purpose": "answer", "model": "claude-haiku-4-5", "status": "failed", "simulated": false,
@@ -381,13 +388,19 @@ SELECT is((SELECT status FROM ember.eval_conversations WHERE conversation = 'con
 -- The estimate, priced in SQL.
 SELECT results_eq(
     $$SELECT role, model, estimated_usd FROM ember.eval_estimate('[
-        {"role": "steward", "model": null, "calls": 3, "input_tokens": 1000000, "output_tokens": 0},
+        {"role": "steward", "model": null, "calls": 4, "input_tokens": 1000000, "output_tokens": 0},
         {"role": "shadow", "model": null, "calls": 1, "input_tokens": 0, "output_tokens": 1000000},
         {"role": "answer", "model": null, "calls": 2, "input_tokens": 2000000, "output_tokens": 0},
         {"role": "judge", "model": "claude-opus-4-1", "calls": 2, "input_tokens": 0, "output_tokens": 1000000}]')$$,
     $$VALUES ('steward'::text, 'claude-haiku-4-5'::text, 1.000000::numeric), ('shadow', 'claude-haiku-4-5', 5.000000),
              ('answer', 'claude-haiku-4-5', 2.000000), ('judge', 'claude-opus-4-1', 75.000000)$$,
     'the estimate routes each role as the run would and prices every token at list price'
+);
+SELECT is(
+    (SELECT estimated_usd FROM ember.eval_estimate('[
+        {"role": "answer", "model": "claude-haiku-5-5", "calls": 2, "input_tokens": 120000, "output_tokens": 0}]')),
+    0.012000::numeric,
+    'the estimate prices each call by its own length: two prompts of 60,000 tokens stay below a 100,000-token tier'
 );
 SELECT throws_ok(
     $$SELECT * FROM ember.eval_estimate('[{"role": "answer", "model": "nope", "calls": 1, "input_tokens": 1, "output_tokens": 1}]')$$,

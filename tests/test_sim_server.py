@@ -20,7 +20,7 @@ SECRET = "sk-test-must-never-be-logged"
 
 def test_the_packaged_model_table_holds_the_agreed_values() -> None:
     table = load_models()
-    assert table.price_as_of == "2026-11-30"
+    assert table.price_as_of == "2026-12-01"
     rows = {
         name: (
             m.tier,
@@ -42,6 +42,32 @@ def test_the_packaged_model_table_holds_the_agreed_values() -> None:
         "claude-opus-4-6": ("frontier", 4096, "all", (5, 25, 6.25, 10, 0.50)),
         "claude-opus-4-7": ("frontier", 2048, "all", (5, 25, 6.25, 10, 0.50)),
         "claude-opus-4-8": ("frontier", 1024, "all", (5, 25, 6.25, 10, 0.50)),
+        # Reads at 0.1x, 0.05x and 0.025x of input; no documented minimum for the 5.x models.
+        "claude-haiku-5-5": ("light", None, "all", (0.1, 0.5, 0.125, 0.2, 0.01)),
+        "claude-sonnet-5-5": ("standard", None, "all", (2, 10, 2.5, 4, 0.1)),
+        "claude-opus-5-5": ("frontier", None, "all", (4, 20, 5, 8, 0.2)),
+        "claude-fable-5-1": ("frontier", None, "all", (10, 50, 12.5, 20, 0.25)),
+        "claude-mythos-5-1": ("frontier", None, "all", (10, 50, 12.5, 20, 0.25)),
+    }
+    assert table.models["claude-sonnet-4-6"].cache_minimum == 2048  # observed, above the page
+    assert table.models["claude-haiku-5-5"].length_tiers == (
+        (
+            100000,
+            {
+                "input": 0.5,
+                "output": 2.5,
+                "cache_write_5m": 0.625,
+                "cache_write_1h": 1.0,
+                "cache_read": 0.05,
+            },
+        ),
+    )
+    assert {n for n, m in table.models.items() if m.preserved_thinking} == {
+        "claude-haiku-5-5",
+        "claude-sonnet-5-5",
+        "claude-opus-5-5",
+        "claude-fable-5-1",
+        "claude-mythos-5-1",
     }
     # A listed snapshot name resolves to its alias; a made-up one is not a model.
     assert table.lookup("claude-sonnet-4-5-20250929") is table.models["claude-sonnet-4-5"]

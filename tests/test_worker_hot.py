@@ -27,7 +27,7 @@ from simfixtures import words
 from workerkit import API_KEY, InProcessContext, host_on, prepare, proposals, runs
 
 CC = {"type": "ephemeral"}
-SYSTEM = "You are a careful assistant for a small team. " + words("system", 1200)
+SYSTEM = "You are a careful assistant for a small team. " + words("system", 2400)
 BASH = {
     "name": "bash",
     "description": "run a shell command",
@@ -168,7 +168,10 @@ def test_shadow_turn_replays_the_prefix_and_reads_it_from_cache(
     # Exact bytes: the old body is the new one with the tail cut out at the messages' end.
     raw0, raw1 = hot_sim.requests[0].raw.decode(), hot_sim.requests[1].raw.decode()
     cut = scan(raw0).keys["messages"].end - 1
-    assert raw1.startswith(raw0[:cut]) and raw1.endswith(raw0[cut:])
+    # And the cache diagnostics that compare it with the request that wrote the prefix.
+    answer_id = hot_sim.requests[0].response["id"]
+    diag = f',"diagnostics":{{"previous_message_id":"{answer_id}"}}}}'
+    assert raw1.startswith(raw0[:cut]) and raw1.endswith(raw0[cut:-1] + diag)
     _check_stored(wire_db, mid)
 
 

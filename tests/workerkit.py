@@ -84,6 +84,7 @@ class InProcessContext:
         self.calls: list[dict[str, Any]] = []
         self.finished: list[str] = []
         self.cancelled_runs: set[int] = set()
+        self.shortfalls: list[str] = []
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -100,6 +101,9 @@ class InProcessContext:
 
     def observe_run(self, *, pipeline: str, path: str, model: str, status: str) -> None:
         self.finished.append(status)
+
+    def observe_hot_cache_shortfall(self, *, model: str, cause: str) -> None:
+        self.shortfalls.append(cause)
 
 
 class WorkerProcess:

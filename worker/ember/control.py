@@ -72,8 +72,20 @@ class ThreadTool(_Model):
     file_tool: bool
 
 
+class CallModel(_Model):
+    """The model a turn's call goes to and the labels the call carries.
+
+    `model` is the thread's pin; None for an unpinned, unlabelled thread (the host's choice). A
+    thread whose labels outgrew its pin never gets here: `turn_identity` refuses it (EM022).
+    """
+
+    thread: str
+    model: str | None
+    labels: list[str]
+
+
 class Identity(_Model):
-    """The identity prompt parts and the tool list of a thread's next turn."""
+    """The identity prompt parts, the tool list and the model of a thread's next turn."""
 
     thread: str
     kind: Literal["main", "side", "task", "steward"]
@@ -81,6 +93,7 @@ class Identity(_Model):
     identity_version: str
     generation: UUID
     segment: Segment
+    model: CallModel
     tools: list[ThreadTool]
 
     def text(self, host_copies: Mapping[str, str] | None = None) -> str:

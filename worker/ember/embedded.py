@@ -34,6 +34,7 @@ them too.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -61,6 +62,9 @@ DURABILITY_NOTE = (
     "crash-safe: fsync, full_page_writes and synchronous_commit on, so a crash loses no "
     "acknowledged commit and cannot corrupt the cluster"
 )
+
+# Serializes the traverse windows of every Ember run as root on this machine (_traverse_window).
+_WINDOW_LOCK = "/tmp/.ember-traverse-window.lock"
 
 # initdb and pg_ctl put -D and -l inside double quotes of a shell command line; these are the
 # characters that mean something there.
@@ -238,7 +242,11 @@ def _traverse_window(path: Path) -> Iterator[None]:
         return
     uid, gid = _owner()
     opened: list[tuple[Path, int]] = []
+    # One window at a time on this machine: a second start under the same parent would see
+    # the first window's o+x, open nothing itself, and lose its way when the first closes.
+    lock = os.open(_WINDOW_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         for parent in _blocking_parents(path, uid, gid):
             mode = stat.S_IMODE(parent.stat().st_mode)
             parent.chmod(mode | stat.S_IXOTH)
@@ -249,6 +257,7 @@ def _traverse_window(path: Path) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 if stat.S_IMODE(parent.stat().st_mode) == mode | stat.S_IXOTH:
                     parent.chmod(mode)
+        os.close(lock)
 
 
 def _own_dir(path: Path, mode: int, uid: int, gid: int) -> None:

@@ -5,6 +5,14 @@ exact bytes its `anthropic` client sent and the raw answer, with the moment the 
 (the cache lifetime runs from there). `PrefixCapture` does this with event hooks on the SDK's
 HTTP client, so the host keeps calling `client.messages.create` as before.
 
+The history breakpoint: the replay reads the old prefix from the prompt cache only as far as the
+host's own request wrote it, and a request writes the cache only at its breakpoints. So, as the
+seed's Anthropic adapter does, `PrefixCapture` puts one `cache_control` marker on the last message
+of each request it sends, unless the request has one there already (or four in all, or a
+top-level automatic one); markers are not part of the cache key and no other byte changes
+(`ember.cachemark`). `PrefixCapture(mark_history=False)` sends requests exactly as the client
+built them.
+
 The shadow tool: every turn of every thread offers `shadow_memory_propose` from the first turn on
 (adding it later would change the tools and miss the whole cache), and a symmetric policy keeps
 each kind of turn to its own tools.
@@ -14,7 +22,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +32,7 @@ import httpx2
 import psycopg
 
 from ember import control, queries
+from ember.cachemark import mark_history as _mark_history
 from ember.tools import SHADOW_TOOL_NAME, shadow_tool_definition
 
 # --- capture ---
@@ -95,17 +104,30 @@ class PrefixCapture:
     >>> host.note_prefix("t1", capture.take())
 
     Only successful (2xx) answers are kept: a failed call is not a prefix anyone could replay.
+    Each request gets the history breakpoint on its last message unless `mark_history` is False
+    (see the module's docstring); what is recorded is what was sent.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, mark_history: bool = True) -> None:
         self._lock = threading.Lock()
         self._started: dict[int, tuple[datetime, bytes]] = {}
         self._last: Captured | None = None
+        self.mark_history = mark_history
 
     def _on_request(self, request: httpx2.Request) -> None:
         if _is_messages_call(request):
+            body = request.content
+            marked = _mark_history(body) if self.mark_history else None
+            if marked is not None:
+                # The hook runs before the transport reads the body: the stream is what is sent.
+                # `_content` is what `request.content` reports afterwards; httpx2 has no public
+                # setter for it, and a stale one would misreport the bytes that went out.
+                request.stream = httpx2.ByteStream(marked)
+                request._content = marked
+                request.headers["Content-Length"] = str(len(marked))
+                body = marked
             with self._lock:
-                self._started[id(request)] = (datetime.now(UTC), request.content)
+                self._started[id(request)] = (datetime.now(UTC), body)
 
     def _record(self, response: httpx2.Response) -> None:
         with self._lock:
@@ -200,6 +222,18 @@ def unavailable_at_turn_start(tool_names: Iterable[str]) -> list[str]:
 # --- the host API (thin typed wrappers over the SQL functions) ---
 
 
+@dataclass(frozen=True)
+class SetupStep:
+    """One step of `Host.setup`: what it concerns, whether it changed anything, and what it did."""
+
+    step: str  # category, main, steward, shadow
+    changed: bool
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{'done' if self.changed else 'ok  '}  {self.detail}"
+
+
 class Host:
     """The host API on one psycopg connection; each call is one statement of the SQL API."""
 
@@ -209,6 +243,37 @@ class Host:
     def _one(self, query: Any, params: Sequence[Any]) -> Any:
         row = self.conn.execute(query, params).fetchone()
         return row[0] if row else None
+
+    def setup(
+        self,
+        categories: Mapping[str, str | None] | Iterable[str] = (),
+        *,
+        main: str | None = None,
+        main_model: str | None = None,
+        activate_shadow: bool = True,
+    ) -> list[SetupStep]:
+        """The one-time calls, idempotently, in the order that matters (`ember.setup`).
+
+        Defines the content categories (a mapping of name to description, or names), creates
+        the main thread `main` pinned to `main_model` when there is no main yet, creates the
+        steward's hidden thread (it copies main's model pin once, so main comes first), and
+        activates shadow memory. Returns what each step did; calling it again changes nothing.
+        """
+        wanted: dict[str, str | None] = (
+            dict(categories) if isinstance(categories, Mapping) else dict.fromkeys(categories)
+        )
+        rows = self.conn.execute(
+            queries.HOST_SETUP, (json.dumps(wanted), main, main_model, activate_shadow)
+        ).fetchall()
+        return [SetupStep(str(step), bool(changed), str(detail)) for step, changed, detail in rows]
+
+    def call_model(self, thread_id: str) -> str | None:
+        """The model the thread's next call may go to: its pin, refused (EM022, category_model)
+        when the thread carries labels the pin is not tagged for. None: unpinned and
+        unlabelled, the host's own choice."""
+        answer = self._one(queries.HOST_CALL_MODEL, (thread_id,))
+        model = (answer or {}).get("model")
+        return None if model is None else str(model)
 
     def create_thread(
         self,

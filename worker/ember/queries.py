@@ -104,6 +104,8 @@ SUBMIT_SHADOW: LiteralString = "SELECT ember.submit_shadow_run(%s, %s, %s)"
 EXTEND_SHADOW_LEASE: LiteralString = "SELECT ember.extend_shadow_lease(%s, %s, %s)"
 RELEASE_SHADOW: LiteralString = "SELECT ember.release_shadow_run(%s, %s)"
 SHADOW_CANCEL_REQUESTED: LiteralString = "SELECT ember.shadow_run_cancel_requested(%s)"
+# NULL unless the completed hot run read too little of its prefix from the cache (issue 22).
+HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%s)"
 MODEL_THINKING_RETENTION: LiteralString = (
     "SELECT thinking_retention FROM ember.models WHERE id = %s"
 )
@@ -121,6 +123,20 @@ HOST_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, %s)"
 HOST_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s)"
 HOST_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s)"
 HOST_SET_THREAD_STATUS: LiteralString = "SELECT ember.set_thread_status(%s, %s)"
+HOST_SETUP: LiteralString = "SELECT step, changed, detail FROM ember.setup(%s::jsonb, %s, %s, %s)"
+HOST_CALL_MODEL: LiteralString = "SELECT ember.thread_call_model(%s)"
+
+# --- operators' commands: ember init, status, settings, forget, search (ember/commands/) ---
+TAG_MODEL: LiteralString = "SELECT ember.tag_model(%s, %s)"
+WORK_STATUS: LiteralString = (
+    "SELECT pipeline, state, reason, items, oldest, since, until, detail FROM ember.work_status()"
+)
+SETTINGS_LIST: LiteralString = (
+    "SELECT key, value, default_value, value_type, min_value, max_value, description"
+    " FROM ember.settings_list()"
+)
+SET_SETTING: LiteralString = "SELECT ember.set_setting(%s, %s)"
+# ember forget and ember search use FORGET_THREAD, FORGET_MESSAGES and SEARCH_MEMORY above.
 
 # --- steward (issue 10) ---
 # The memory steward's statements; the rules are in functions/05x_steward_*.sql.
@@ -221,15 +237,17 @@ SELECT
     (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NULL),
     (SELECT count(*) FROM ember.shadow_proposals WHERE validation_error IS NOT NULL)
 """
-# No work left: nothing running, nothing ready (a thread waiting for a tagged model is not ready),
-# no generation the steward may read, no idle thread tick has not offered yet.
+# No work left, by ember.work_status() (the function behind `ember status`): nothing running or
+# with a lapsed lease, nothing ready (a thread waiting for a tagged model is not ready), no
+# generation the steward may read, no thread tick has not offered yet.
 DEMO_PENDING: LiteralString = """
 SELECT
-    (SELECT count(*) FROM ember.shadow_runs WHERE status = 'running')
-    + (SELECT count(*) FROM ember.steward_runs WHERE status = 'running'),
-    (SELECT count(*) FROM ember.shadow_ready() WHERE model IS NOT NULL),
-    (SELECT count(*) FROM ember.steward_backlog_generations() WHERE ready AND covered),
-    (SELECT count(*) FROM ember.shadow_tick_candidates())
+    coalesce(sum(items) FILTER (WHERE state = 'running' OR reason = 'lease-expired'), 0),
+    coalesce(sum(items) FILTER (WHERE pipeline = 'shadow' AND state = 'ready'), 0),
+    coalesce(sum(items) FILTER (WHERE pipeline = 'steward' AND state = 'ready'), 0),
+    coalesce(sum(items) FILTER (
+        WHERE pipeline = 'shadow' AND reason IN ('tick-due', 'idle-not-reached')), 0)
+FROM ember.work_status()
 """
 DEMO_RUNS_BY_PATH: LiteralString = (
     "SELECT path || ' ' || status, count(*) FROM ember.shadow_runs GROUP BY 1"
@@ -249,6 +267,21 @@ SELECT
      INNER JOIN ember.shadow_runs AS r ON p.run_id = r.id WHERE r.status = 'cancelled'),
     (SELECT count(*) FROM ember.facts WHERE status = 'active' AND embedding IS NOT NULL)
 """
+
+# --- the model registry (functions/049_model_registry.sql) ---
+
+LOAD_MODELS: LiteralString = "SELECT ember.load_models(%s::jsonb)"
+
+LIST_MODELS: LiteralString = """
+SELECT model, tier, cache_ttl::text, min_cacheable_tokens, observed_min_cacheable_tokens,
+       hot_min_tokens, thinking_retention, preserved_thinking, price_as_of::text,
+       price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
+       length_tiers, source
+FROM ember.model_registry
+ORDER BY position
+"""
+
+COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
 
 # Which life of the server a connection talks to: the postmaster's start changes on a restart,
 # the shared statistics' reset time on a crash recovery (which discards them).

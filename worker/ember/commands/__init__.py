@@ -18,6 +18,12 @@ MODULES = (
     "eval",
     "transfer",
     "explain",
+    "init",
+    "status",
+    "settings",
+    "forget",
+    "search",
+    "models",
     "demo",
     "devtools",
 )

@@ -99,6 +99,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="seconds calls in flight may finish after SIGTERM before release (default 30)",
     )
     p.add_argument(
+        "--idle-report-after",
+        type=_positive_float,
+        default=float(_env("IDLE_REPORT_AFTER", "60")),
+        help="seconds without a claim before the worker logs why work waits (default 60)",
+    )
+    p.add_argument(
         "--metrics-port",
         type=int,
         default=int(_env("METRICS_PORT", "0")) or None,

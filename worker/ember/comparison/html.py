@@ -11,7 +11,14 @@ from decimal import Decimal
 from html import escape
 from typing import Any
 
-from ember.comparison.report import SUMMARY_ROWS, Report, fmt, window_label
+from ember.comparison.report import (
+    CACHE_MISS_COLUMNS,
+    SUMMARY_ROWS,
+    Report,
+    cache_miss_rows,
+    fmt,
+    window_label,
+)
 
 COLOURS = {"exact": "#1f77b4", "evidence": "#ff7f0e", "semantic": "#2ca02c"}
 P50, P95 = "#6baed6", "#08519c"
@@ -242,6 +249,10 @@ a price shows "unknown", never a smaller total.</p>
 <p class="note">Pointer identity checks only; whether a fact is correct still needs a human
 read.</p>
 {_table(["source", "kind", "check", "pointers"], quality_rows, {3})}
+<h2>Cache misses</h2>
+<p class="note">Why shadow runs did not read the prompt cache: the API's cache diagnostics
+where a hot run asked for them, or why a run went cold.</p>
+{_table(list(CACHE_MISS_COLUMNS), cache_miss_rows(report), {4, 5})}
 {"".join(sections)}
 </body>
 </html>

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -56,6 +56,7 @@ class Report:
     latency: list[Row]
     evidence_quality: list[Row]
     daily: list[Row]
+    cache_misses: list[Row] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         plain: dict[str, Any] = _plain(
@@ -66,6 +67,7 @@ class Report:
                 "latency": self.latency,
                 "evidence_quality": self.evidence_quality,
                 "daily": self.daily,
+                "cache_misses": self.cache_misses,
                 "notes": {
                     "coverage": "exact, evidence and semantic coverage are separate measures, "
                     "never added up; evidence neighbours are not semantic coverage; semantic "
@@ -110,6 +112,7 @@ def collect(
         latency=list(conn.execute(queries.COMPARISON_LATENCY, window)),
         evidence_quality=list(conn.execute(queries.COMPARISON_EVIDENCE_QUALITY, window)),
         daily=list(conn.execute(queries.COMPARISON_DAILY, window)),
+        cache_misses=list(conn.execute(queries.COMPARISON_CACHE_MISSES, window)),
     )
 
 
@@ -226,6 +229,28 @@ def print_tables(report: Report, console: Printer) -> None:
     if not report.evidence_quality:
         quality.add_row("no evidence in this window", "", "", "")
     console.print(quality)
+    print_cache_misses(report, console)
+
+
+def cache_miss_rows(report: Report) -> list[list[str]]:
+    return [
+        [r["path"], r["model"], r["reason"], r["source"], fmt(r["runs"]), fmt(r["missed_tokens"])]
+        for r in report.cache_misses
+    ]
+
+
+def print_cache_misses(report: Report, console: Printer) -> None:
+    misses = Table(title="Cache misses (the API's diagnostics, or why a run went cold)")
+    for col in CACHE_MISS_COLUMNS:
+        misses.add_column(col, justify="right" if col in ("runs", "missed tokens") else "left")
+    for row in cache_miss_rows(report):
+        misses.add_row(*row)
+    if not report.cache_misses:
+        misses.add_row("no missed cache reads in this window", "", "", "", "", "")
+    console.print(misses)
+
+
+CACHE_MISS_COLUMNS = ("path", "model", "reason", "source", "runs", "missed tokens")
 
 
 def to_json(report: Report) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -23,8 +25,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..tokens import block_tokens
+from .binding import check_bindings, sign_reply
 from .cache import CachePlan, CacheStore, Prompt, build_prompt
 from .clock import Clock, epoch_seconds, system_clock
+from .diagnostics import DiagnosticsStore
 from .errors import ApiError, invalid
 from .log import LoggedRequest, RequestLog
 from .models import ModelInfo, ModelTable, load_models
@@ -39,7 +43,7 @@ from .responders import (
     Truncated,
     responder_from_name,
 )
-from .validate import validate_request
+from .validate import thinking_enabled, validate_request
 
 RESPONDER_HEADER = "x-ember-sim-responder"
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -58,6 +62,7 @@ class SimState:
     named: dict[str, Responder] = field(default_factory=dict)
     clock: Clock = system_clock
     store: CacheStore = field(default_factory=CacheStore)
+    diagnostics: DiagnosticsStore = field(default_factory=DiagnosticsStore)
     log: RequestLog = field(default_factory=RequestLog)
     max_body_bytes: int = MAX_BODY_BYTES
     closing: asyncio.Event | None = None  # set when the server stops; made in its loop
@@ -250,7 +255,7 @@ class SimApp:
             return received
         raw, entry = received
         try:
-            _, _, prompt = await self._prepare(request, raw, entry, count_tokens=True)
+            _, _, prompt, _ = await self._prepare(request, raw, entry, count_tokens=True)
         except ApiError as err:
             return self._refuse(entry, err)
         except Exception as exc:
@@ -264,19 +269,23 @@ class SimApp:
 
     async def _prepare(
         self, request: Request, raw: bytes, entry: LoggedRequest, *, count_tokens: bool = False
-    ) -> tuple[dict[str, Any], ModelInfo, Prompt]:
+    ) -> tuple[dict[str, Any], ModelInfo, Prompt, list[dict[str, Any]]]:
         """Parse, validate and lay out a request, in a worker thread: for a body near the
-        size cap that is CPU work (JSON, base64 images, hashing) the event loop must not do."""
+        size cap that is CPU work (JSON, base64 images, hashing) the event loop must not do.
+        Thinking blocks that fail a binding check are left out of the prompt and listed."""
 
-        def prepare() -> tuple[dict[str, Any], ModelInfo, Prompt]:
+        def prepare() -> tuple[dict[str, Any], ModelInfo, Prompt, list[dict[str, Any]]]:
             body = self._body(request, raw, entry)
             info = validate_request(body, self.state.models, count_tokens=count_tokens)
-            return body, info, build_prompt(body, info, _betas(request.headers))
+            betas = _betas(request.headers)
+            seen, transformations = check_bindings(body, info, betas)
+            return body, info, build_prompt(seen, info, betas), transformations
 
         return await anyio.to_thread.run_sync(prepare)
 
     async def _messages(self, request: Request, raw: bytes, entry: LoggedRequest) -> Response:
-        body, info, prompt = await self._prepare(request, raw, entry)
+        body, info, prompt, transformations = await self._prepare(request, raw, entry)
+        diagnose = self.state.diagnostics.requested(body)
         responder = self._responder(request)
         entry.responder = responder.name
         plan = self.state.store.plan(prompt, info, entry.received_at)
@@ -301,7 +310,12 @@ class SimApp:
         if isinstance(outcome, Fault):  # mid-stream: the response starts, then fails
             message = _message(body, Reply([]), plan.usage)
             return self._stream(entry, plan, info, message, fault=outcome)
-        message = _message(body, outcome, plan.usage)
+        message = _message(body, _bound(body, info, outcome), plan.usage)
+        if transformations:
+            message["input_transformations"] = transformations
+        if diagnose:
+            message["diagnostics"] = self.state.diagnostics.diagnose(body)
+            self.state.diagnostics.store(message["id"], body)
         if stream:
             return self._stream(entry, plan, info, message)
         self._started(entry, plan, info, message)
@@ -422,6 +436,19 @@ class SimApp:
         entry.disconnected = True
         self.state.log.finish(entry)
         return Response(status_code=204)  # nobody is listening any more
+
+
+def _bound(body: dict[str, Any], info: ModelInfo, reply: Reply) -> Reply:
+    """On a model with preserved thinking, the reply with a thinking block when the request
+    turned thinking on, every thinking block signed with its model and prefix."""
+    if not info.preserved_thinking:
+        return reply
+    content = copy.deepcopy(reply.content)
+    if thinking_enabled(body) and not any(b.get("type") == "thinking" for b in content):
+        content.insert(0, {"type": "thinking", "thinking": "Considering the request.",
+                           "signature": ""})  # fmt: skip
+    sign_reply(body, info, content)
+    return dataclasses.replace(reply, content=content)
 
 
 async def _heuristic_reply(request: SimRequest) -> Reply:

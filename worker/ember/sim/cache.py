@@ -93,6 +93,9 @@ def _content_blocks(body: dict[str, Any]) -> list[dict[str, Any]]:
 def _thinking_settings(body: dict[str, Any]) -> dict[str, Any]:
     """Thinking mode, budget and effort, with an explicit default equal to leaving it out."""
     thinking = body.get("thinking") or {"type": "disabled"}
+    if isinstance(thinking, dict) and "block_binding" in thinking:
+        # What happens to a failing thinking block is a control, not something the model sees.
+        thinking = {k: v for k, v in thinking.items() if k != "block_binding"}
     output_config = body.get("output_config")
     effort = output_config.get("effort") if isinstance(output_config, dict) else None
     return {"thinking": thinking, "effort": effort or DEFAULT_EFFORT}
@@ -349,23 +352,26 @@ class CacheStore:
                         break
         read_from = max(hits.values(), key=lambda p: p.index, default=None)
         after = -1 if read_from is None else read_from.index
+        # The API caches nothing below the larger of the documented and observed minimums; a
+        # model for which neither is known caches nothing here (the simulator cannot say).
+        minimum = info.cache_minimum
         written = [
             bp
             for bp in prompt.breakpoints
-            if bp.index > after and bp.cumulative >= info.min_cacheable_tokens
+            if bp.index > after and minimum is not None and bp.cumulative >= minimum
         ]
         a = 0 if read_from is None else read_from.cumulative
         b = max((bp.cumulative for bp in written if bp.ttl == "1h"), default=a)
         c = max((bp.cumulative for bp in written), default=a)
         usage = usage_dict(read=a, write_5m=c - b, write_1h=b - a, uncached=prompt.total_tokens - c)
-        minimum = info.min_cacheable_tokens
-        margin = minimum * NEAR_MINIMUM_MARGIN
-        # Where users report another minimum, everything between the two is uncertain.
-        low = min(minimum, info.reported_min_cacheable_tokens or minimum) - margin
-        high = max(minimum, info.reported_min_cacheable_tokens or minimum) + margin
+        known = [m for m in (info.min_cacheable_tokens, info.observed_min_cacheable_tokens) if m]
+        # Where the documented and the observed minimum differ, everything between is uncertain.
+        margin = (minimum or 0) * NEAR_MINIMUM_MARGIN
+        low = min(known, default=0) - margin
+        high = max(known, default=0) + margin
 
         def near(tokens: int) -> bool:
-            return low <= tokens <= high
+            return bool(known) and low <= tokens <= high
 
         detail = {
             "positions": len(prompt.positions),
@@ -380,7 +386,10 @@ class CacheStore:
                     "prefix_tokens": bp.cumulative,
                     "hit": hits[bp.where].where if bp.where in hits else None,
                     "written": bp in written,
-                    "below_minimum": bp.cumulative < minimum,
+                    "below_minimum": minimum is None or bp.cumulative < minimum,
+                    # An entry was written here but its TTL passed: a miss the API's
+                    # diagnostics do not name (they compare request structure only).
+                    "expired": bp.where not in hits and self._expired(bp.key, now),
                     "near_minimum": near(bp.cumulative),
                 }
                 for bp in prompt.breakpoints
@@ -418,6 +427,11 @@ class CacheStore:
                 entry.ttl = max(entry.ttl, w.ttl)
                 entry.expires_at = max(entry.expires_at, expires)
                 entry.visible_at = min(entry.visible_at, response_started_at)
+
+    def _expired(self, key: str, now: float) -> bool:
+        with self._lock:
+            entry = self._entries.get(key)
+            return entry is not None and entry.expires_at <= now
 
     def _purge(self, now: float) -> None:
         # Entries long past their expiry can never be read or refreshed again.

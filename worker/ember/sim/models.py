@@ -1,7 +1,7 @@
 """The simulator's model table, read from configuration (``models.json`` by default).
 
-Per-model numbers drift between model generations, so none of them live in code.
-The SQL model registry is seeded with the same values.
+Per-model numbers drift between model generations, so none of them live in code. The file is
+the registry format `ember models load` takes; the SQL registry is seeded with the same values.
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-ThinkingRetention = Literal["last-turn", "all"]
+from ..registry import PRICE_KINDS, RegistryFileError, parse_registry
 
-PRICE_KINDS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+ThinkingRetention = Literal["last-turn", "all"]
 
 
 @dataclass(frozen=True)
 class ModelInfo:
     name: str
     tier: str
-    min_cacheable_tokens: int
+    # The documented minimum cacheable length; None when the documentation states none.
+    min_cacheable_tokens: int | None
     thinking_retention: ThinkingRetention
-    prices_per_mtok: dict[str, float]
+    prices_per_mtok: dict[str, float | None]
     # The model renders its thinking configuration before the system prompt: a thinking
     # or effort change invalidates tools and system too, not only messages.
     thinking_before_system: bool = False
@@ -31,12 +32,24 @@ class ModelInfo:
     adaptive_thinking_only: bool = False
     # Dated snapshot names that resolve to this model; any other dated name is a 404.
     snapshots: tuple[str, ...] = field(default=())
-    # A minimum users observe that differs from the documented one (which is what the
-    # simulator applies); prefixes between the two are flagged near_minimum.
-    reported_min_cacheable_tokens: int | None = None
+    # A minimum users observe the API to apply where it differs from the documented one.
+    observed_min_cacheable_tokens: int | None = None
+    # Thinking blocks are bound to this model and to the prefix that produced them
+    # (preserved thinking); reads_thinking_from names the other models whose blocks it reads.
+    preserved_thinking: bool = False
+    reads_thinking_from: tuple[str, ...] = field(default=())
+    # (above_tokens, prices): a prompt longer than above_tokens pays those prices throughout.
+    length_tiers: tuple[tuple[int, dict[str, float | None]], ...] = field(default=())
 
-    def list_price_usd(self, usage: dict[str, Any]) -> float:
-        """A list-price estimate of one request's cost (not a bill)."""
+    @property
+    def cache_minimum(self) -> int | None:
+        """The length below which nothing is cached: the larger of documented and observed,
+        or None when neither is known (the simulator then caches nothing, as it cannot say)."""
+        known = [m for m in (self.min_cacheable_tokens, self.observed_min_cacheable_tokens) if m]
+        return max(known) if known else None
+
+    def list_price_usd(self, usage: dict[str, Any]) -> float | None:
+        """A list-price estimate of one request's cost (not a bill); None if a price is unknown."""
         creation = usage.get("cache_creation") or {}
         amounts: dict[str, int] = {
             "input": usage.get("input_tokens", 0),
@@ -45,7 +58,20 @@ class ModelInfo:
             "cache_write_1h": creation.get("ephemeral_1h_input_tokens", 0),
             "cache_read": usage.get("cache_read_input_tokens", 0),
         }
-        total = sum(amounts[k] * self.prices_per_mtok.get(k, 0.0) for k in PRICE_KINDS)
+        prompt = sum(v for k, v in amounts.items() if k != "output")
+        prices = self.prices_per_mtok
+        for above, tier_prices in sorted(self.length_tiers, reverse=True):
+            if prompt > above:
+                prices = tier_prices
+                break
+        total = 0.0
+        for kind in PRICE_KINDS:
+            price = prices.get(kind)
+            if price is None:
+                if amounts[kind]:
+                    return None
+                continue
+            total += amounts[kind] * price
         return round(total / 1_000_000, 8)
 
 
@@ -66,22 +92,28 @@ class ModelTable:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelTable:
+        """A table from a registry file's contents (the format `ember models load` takes)."""
+        try:
+            registry = parse_registry(data, "model table")
+        except RegistryFileError as exc:
+            raise ValueError("; ".join(exc.problems)) from None
         models: dict[str, ModelInfo] = {}
-        for row in data["models"]:
-            retention = row.get("thinking_retention", "all")
-            if retention not in ("last-turn", "all"):
-                raise ValueError(f"model {row['name']}: unknown thinking_retention {retention!r}")
-            prices = {k: float(v) for k, v in row.get("prices_per_mtok", {}).items()}
-            models[row["name"]] = ModelInfo(
-                name=row["name"],
-                tier=row.get("tier", "standard"),
-                min_cacheable_tokens=int(row["min_cacheable_tokens"]),
-                thinking_retention=retention,
-                prices_per_mtok=prices,
-                thinking_before_system=bool(row.get("thinking_before_system", False)),
-                adaptive_thinking_only=bool(row.get("adaptive_thinking_only", False)),
-                snapshots=tuple(str(s) for s in row.get("snapshots", ())),
-                reported_min_cacheable_tokens=row.get("reported_min_cacheable_tokens"),
+        for e in registry.entries:
+            models[e.name] = ModelInfo(
+                name=e.name,
+                tier=e.tier,
+                min_cacheable_tokens=e.min_cacheable_tokens,
+                thinking_retention=e.thinking_retention,
+                prices_per_mtok=e.prices_per_mtok.model_dump(),
+                thinking_before_system=e.thinking_before_system,
+                adaptive_thinking_only=e.adaptive_thinking_only,
+                snapshots=tuple(e.snapshots),
+                observed_min_cacheable_tokens=e.observed_min_cacheable_tokens,
+                preserved_thinking=e.preserved_thinking,
+                reads_thinking_from=tuple(e.reads_thinking_from),
+                length_tiers=tuple(
+                    (t.above_tokens, t.prices_per_mtok.model_dump()) for t in e.length_tiers
+                ),
             )
         return cls(price_as_of=str(data.get("price_as_of", "")), models=models)
 

@@ -10,7 +10,7 @@ responder runs. An outcome is one of:
 - ``Hang``: no answer until the client disconnects (or the server stops).
 
 Responders by name (``--responder`` or the ``x-ember-sim-responder`` header):
-``heuristic``, ``echo``, ``hang``, ``rate-limit[:SECONDS]``, ``overloaded``,
+``heuristic``, ``host``, ``echo``, ``hang``, ``rate-limit[:SECONDS]``, ``overloaded``,
 ``server-error``, ``truncated``, ``malformed-tool-input`` and
 ``latency:SECONDS[:NAME]``. ``Scripted`` takes canned outcomes and is built in code.
 """
@@ -726,6 +726,56 @@ class Heuristic:
         return Reply.tool_use(tool, {"facts": facts})
 
 
+# The first words of Ember's shadow question (prompts/shadow_question.md; a test keeps the two
+# equal): a request whose last user message holds them is a shadow turn.
+SHADOW_TURN_MARK = "This is a shadow turn"
+
+
+def is_memory_request(request: SimRequest) -> bool:
+    """Whether a request is one of Ember's own (a shadow turn, a cold page, the steward, the
+    judge) rather than a turn of the host's conversation."""
+    body = request.body
+    names = set(request.tool_names)
+    choice = body.get("tool_choice") or {}
+    if choice.get("type") == "tool" and choice.get("name") == SHADOW_TOOL:
+        return True  # the cold reader forces the shadow tool on its own request
+    if SHADOW_TOOL not in names and (set(STEWARD_TOOLS) <= names or JUDGE_TOOL in names):
+        return True
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    return last.get("role") == "user" and any(
+        SHADOW_TURN_MARK in text for text in _block_texts(last.get("content"))
+    )
+
+
+def _host_reply(request: SimRequest) -> str:
+    messages = request.body.get("messages") or []
+    said = " ".join(_block_texts(messages[-1].get("content"))) if messages else ""
+    said = " ".join(said.split())
+    if len(said) > 160:
+        said = said[:157] + "..."
+    return f"Noted: {said}" if said else "Noted."
+
+
+class HostTurns:
+    """Answers both sides of a host that runs Ember, by the symmetric policy of seed 000 section
+    2.1: a turn of the host's own conversation gets a short text reply and never a tool call (in
+    particular never `shadow_memory_propose`, which a normal turn may not call although it is
+    offered), and Ember's own requests (shadow turns, cold pages, the steward, the judge) get the
+    heuristic responder's answer. One `ember sim --responder host` serves a host and its worker.
+    """
+
+    name = "host"
+
+    def __init__(self) -> None:
+        self.heuristic = Heuristic()
+
+    async def respond(self, request: SimRequest) -> Outcome:
+        if is_memory_request(request):
+            return await self.heuristic.respond(request)
+        return Reply.text(_host_reply(request))
+
+
 def choose_tool(body: Mapping[str, Any]) -> str | None:
     """The tool a memory answer goes to: forced, the shadow tool, or the only one offered."""
     names: list[str] = [str(t["name"]) for t in body.get("tools") or []]
@@ -751,6 +801,7 @@ async def _malformed(request: SimRequest) -> Outcome:
 
 BUILTIN: dict[str, Callable[[], Responder]] = {
     "heuristic": Heuristic,
+    "host": HostTurns,
     "echo": Echo,
     "hang": lambda: Fixed("hang", Hang()),
     "overloaded": lambda: Fixed("overloaded", Fault.overloaded()),

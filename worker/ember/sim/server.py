@@ -30,6 +30,9 @@ from .models import ModelTable, load_models
 from .responders import Responder, responder_from_name
 
 START_TIMEOUT = 10.0
+# `ember sim`'s port when none is given, the one every document names (ANTHROPIC_BASE_URL=
+# http://127.0.0.1:8787); in-process SimServer takes a free port instead.
+DEFAULT_PORT = 8787
 IN_MEMORY_LOG = 1000  # entries `ember sim` keeps in memory; --log FILE keeps them all
 
 
@@ -192,12 +195,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="A local Anthropic Messages API server with prompt-cache accounting.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to listen on (default {DEFAULT_PORT}); 0 picks a free one and prints it",
+    )
     parser.add_argument(
         "--responder",
         default="heuristic",
-        help="heuristic (default), echo, hang, rate-limit[:SECONDS], overloaded, "
-        "server-error, truncated, malformed-tool-input, latency:SECONDS[:NAME]",
+        help="heuristic (default), host (a host's turns and Ember's requests both), echo, hang, "
+        "rate-limit[:SECONDS], overloaded, server-error, truncated, malformed-tool-input, "
+        "latency:SECONDS[:NAME]",
     )
     parser.add_argument("--log", type=Path, help="append every request to this JSONL file")
     parser.add_argument("--models", type=Path, help="model table (default: the packaged one)")
@@ -213,9 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             responder=responder_from_name(args.responder),
             log=RequestLog(args.log, keep=IN_MEMORY_LOG),
         )
-        sock = _bind(args.host, args.port)
     except (OSError, ValueError, KeyError) as exc:
         print(f"ember sim: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        state.log.close()
+        hint = " (is another ember sim running? --port 0 picks a free port)" if args.port else ""
+        print(f"ember sim: cannot listen on {args.host}:{args.port}: {exc}{hint}", file=sys.stderr)
         return 2
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"ember sim listening on http://{host}:{sock.getsockname()[1]}", flush=True)

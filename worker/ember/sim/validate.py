@@ -30,6 +30,7 @@ KNOWN_FIELDS = frozenset(
         "model", "max_tokens", "messages", "system", "tools", "tool_choice", "thinking",
         "stream", "cache_control", "output_config", "speed", "workspace_id",
         "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier",
+        "diagnostics",
     }
 )  # fmt: skip
 # Fields that change the prompt in ways the simulator does not reproduce: refused by name.

@@ -24,6 +24,9 @@ USAGE_KEYS = (
 )
 
 
+ERROR_MESSAGE_CHARS = 300
+
+
 def make_client(
     access: ModelAccess | None = None, *, max_retries: int = 2, timeout: float = 600.0
 ) -> AsyncAnthropic:
@@ -120,12 +123,17 @@ def describe_error(exc: BaseException) -> str:
     """A short, secret-free description of a failed call for the run's error column."""
     if isinstance(exc, anthropic.APIStatusError):
         kind = ""
+        said = ""
         body = exc.body
         if isinstance(body, dict):
             err = body.get("error")
             if isinstance(err, dict):
                 kind = str(err.get("type") or "")
-        return f"http {exc.status_code}{' ' + kind if kind else ''}"
+                if exc.status_code == 400:
+                    # A refused request says why (e.g. a thinking block bound to another
+                    # prefix): the API's own words, cut short, so the failed run names it.
+                    said = " ".join(str(err.get("message") or "").split())[:ERROR_MESSAGE_CHARS]
+        return f"http {exc.status_code}{' ' + kind if kind else ''}{': ' + said if said else ''}"
     if isinstance(exc, anthropic.APITimeoutError):
         return "timeout"
     if isinstance(exc, anthropic.APIConnectionError):

@@ -44,6 +44,7 @@ def run_worker(args: argparse.Namespace) -> int:
             grace=args.grace,
             metrics_port=args.metrics_port,
             metrics_host=args.metrics_host,
+            idle_report_after=args.idle_report_after,
         )
         config.check()
     except ConfigError as exc:

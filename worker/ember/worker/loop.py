@@ -12,6 +12,7 @@ import asyncio
 import logging
 import random
 import signal
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from ember import queries
 from ember.commands.base import EXIT_MIGRATIONS
 from ember.modelaccess import ConfigError
 from ember.servererror import server_terminated
+from ember.worker import idle
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
 from ember.worker.shadow import ShadowPipeline
@@ -70,6 +72,7 @@ class WorkerConfig:
     listen_timeout: float = 30.0
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    idle_report_after: float = 60.0  # seconds without a claim before saying why (idle.py)
 
     def check(self) -> None:
         if self.concurrency < 1:
@@ -84,6 +87,8 @@ class WorkerConfig:
             raise ConfigError(f"--claimers must be at least 1, got {self.claimers}")
         if self.grace < 0:
             raise ConfigError("--grace must not be negative")
+        if self.idle_report_after <= 0:
+            raise ConfigError("--idle-report-after must be positive")
         known = available_pipelines()
         unknown = [p for p in self.pipelines if p not in known]
         if unknown or not self.pipelines:
@@ -163,6 +168,9 @@ class _JobContext:
     def observe_run(self, *, pipeline: str, path: str, model: str, status: str) -> None:
         self._worker.metrics.runs.labels(pipeline, path, model, status).inc()
 
+    def observe_hot_cache_shortfall(self, *, model: str, cause: str) -> None:
+        self._worker.metrics.hot_cache_shortfalls.labels(model, cause).inc()
+
 
 class Pool:
     """A few autocommit connections reused across jobs; a broken one is dropped, not returned."""
@@ -212,6 +220,11 @@ class Worker:
         self.server = describe_server(config.database_url)
         self._generation: Any = None  # (postmaster start, stats reset): see connect()
         self._outage_logged = False
+        self.last_busy = time.monotonic()  # the last claim or finished run, for idle.watch
+
+    @property
+    def pipeline_names(self) -> list[str]:
+        return [p.name for p in self.pipelines]
 
     # --- connections ---
 
@@ -329,6 +342,7 @@ class Worker:
         first_tick = asyncio.Event()
         self._spawn(self._listen(listening))
         self._spawn(self._ticker(tick_interval, first_tick))
+        self._spawn(idle.watch(self, self.config.idle_report_after))
         # Ready means listening and past the first tick (which abandons runs a dead worker left
         # behind), so the first claims already see those threads offered again.
         with suppress(TimeoutError):
@@ -434,6 +448,7 @@ class Worker:
                 return False
             self.metrics.claims.labels(pipeline.name).inc()
             running = _Running(pipeline, job)
+            self.last_busy = time.monotonic()
             self.running[(pipeline.name, job.run_id)] = running
             running.task = asyncio.create_task(self._run_job(running))
         finally:
@@ -473,6 +488,7 @@ class Worker:
             with suppress(asyncio.CancelledError):
                 await keeper
             self.running.pop((running.pipeline.name, running.job.run_id), None)
+            self.last_busy = time.monotonic()
             self.wake.set()
 
     async def _release(self, running: _Running) -> None:

@@ -38,6 +38,13 @@ class Metrics:
             "ember_worker_cancels", "Runs aborted on ember_cancel", ["pipeline"], registry=r
         )
         self.ticks = Counter("ember_worker_ticks", "tick() calls made by this worker", registry=r)
+        self.hot_cache_shortfalls = Counter(
+            "ember_worker_hot_cache_shortfalls",
+            "Completed hot runs that read less than hot_cache_min_read_share of the old prefix "
+            "from the prompt cache, by likely cause",
+            ["model", "cause"],
+            registry=r,
+        )
         self.releases = Counter(
             "ember_worker_releases", "Runs given back on shutdown", ["pipeline"], registry=r
         )

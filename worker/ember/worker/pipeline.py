@@ -69,6 +69,10 @@ class Context(Protocol):
         """Record one finished run in the metrics."""
         ...
 
+    def observe_hot_cache_shortfall(self, *, model: str, cause: str) -> None:
+        """Count a hot run that read too little of its prefix from the cache, by likely cause."""
+        ...
+
 
 @runtime_checkable
 class Pipeline(Protocol):

@@ -25,6 +25,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ember import queries
+from ember.cachemark import last_message_marker
 from ember.tools import (
     SHADOW_TOOL_NAME,
     ToolInputError,
@@ -49,11 +50,8 @@ PLACEHOLDER = (
     "This tool call is still running in the original conversation. This shadow branch did not "
     "run it and has no result for it: it is not evidence of anything."
 )
-MAX_MARKERS = 4
 COLD_MAX_TOKENS = 4096
 SUBMIT_ATTEMPTS = 3
-# Markers may not sit on these blocks (a 400 from the API).
-_UNMARKABLE = ("thinking", "redacted_thinking")
 
 
 @cache
@@ -73,27 +71,6 @@ def shadow_question(rows: list[Any] | None) -> str:
     """The shadow question with the plan's rendered rows, as SQL rendered them."""
     body = "\n".join(str(r) for r in rows or [])
     return f"{prompt('shadow_question')}\n\n{body}" if body else prompt("shadow_question")
-
-
-def _count_markers(value: Any) -> int:
-    """Block-level cache_control markers: on blocks of tools, system, messages and tool results."""
-    count = 0
-    if isinstance(value, list):
-        for item in value:
-            count += _count_markers(item)
-    elif isinstance(value, dict):
-        if value.get("cache_control") is not None:
-            count += 1
-        # A tool_result's nested blocks may carry the marker; tool inputs and schemas are content.
-        if value.get("type") == "tool_result" and isinstance(value.get("content"), list):
-            count += _count_markers(value["content"])
-    return count
-
-
-def _markable(block: Any) -> bool:
-    if not isinstance(block, dict) or block.get("type") in _UNMARKABLE:
-        return False
-    return not (block.get("type") == "text" and block.get("text") == "")
 
 
 @dataclass(frozen=True)
@@ -137,35 +114,10 @@ def build_hot_request(
     # The extra marker: read the old prefix even when the appended tail is longer than the
     # 20-position lookback of a marker at the very end. Markers are not hashed, so the prefix
     # itself is unchanged.
-    markers = _count_markers(parsed.get("tools")) + _count_markers(parsed.get("system"))
-    markers += sum(_count_markers(m.get("content")) for m in parsed["messages"])
-    top_level = parsed.get("cache_control")
-    if top_level is not None:
-        markers += 1
-    marker_added = False
-    last_span = messages.items[-1]
-    last = parsed["messages"][-1]
-    content = last.get("content") if isinstance(last, dict) else None
-    if markers < MAX_MARKERS and isinstance(content, list) and content:
-        # 1h entries must come before 5m ones; a 1h automatic marker after ours forces 1h.
-        ttl_1h = isinstance(top_level, dict) and top_level.get("ttl") == "1h"
-        marker = {"type": "ephemeral", "ttl": "1h"} if ttl_1h else {"type": "ephemeral"}
-        content_span = last_span.keys["content"]
-        for index in range(len(content) - 1, -1, -1):
-            block = content[index]
-            if not _markable(block):
-                continue
-            if block.get("cache_control") is None:
-                block_span = content_span.items[index]
-                if "cache_control" in block_span.keys:  # an explicit null: replace the value
-                    null = block_span.keys["cache_control"]
-                    edits.append((null.start, null.end, _compact(marker)))
-                else:
-                    close = block_span.end - 1
-                    sep = "," if block_span.keys else ""
-                    edits.append((close, close, f'{sep}"cache_control":{_compact(marker)}'))
-                marker_added = True
-            break
+    marker = last_message_marker(request_text, req, parsed)
+    if marker is not None:
+        edits.append(marker)
+    marker_added = marker is not None
 
     tool_uses = [b for b in answer_blocks if isinstance(b, dict) and b.get("type") in ("tool_use",)]
     question = shadow_question(rows)
@@ -190,6 +142,20 @@ def build_hot_request(
     stream = req.keys.get("stream")
     if stream is not None and stream.text(request_text) == "true":
         edits.append((stream.start, stream.end, "false"))
+
+    # Cache diagnostics: compare this replay with the request that wrote the prefix, so a miss
+    # comes back with the API's reason (diagnostics.cache_miss_reason). A top-level request
+    # setting outside system, tools and messages: the prefix and its thinking are unchanged.
+    answer_id = json.loads(response_text).get("id") if resp.keys.get("id") else None
+    diagnostics = _compact(
+        {"previous_message_id": answer_id if isinstance(answer_id, str) else None}
+    )
+    existing = req.keys.get("diagnostics")
+    if existing is not None:
+        edits.append((existing.start, existing.end, diagnostics))
+    else:
+        close = req.end - 1
+        edits.append((close, close, f',"diagnostics":{diagnostics}'))
 
     body = splice(request_text, edits)
     return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
@@ -232,7 +198,12 @@ def proposals_from(response: dict[str, Any]) -> list[Any]:
 
 
 def _outcome(
-    status: str, error: str | None, usage: dict[str, int], started: float, proposals: list[Any]
+    status: str,
+    error: str | None,
+    usage: dict[str, int],
+    started: float,
+    proposals: list[Any],
+    diagnostics: Any = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -241,6 +212,8 @@ def _outcome(
         "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
         "finished_at": datetime.now(UTC).isoformat(),
         "proposals": proposals,
+        # The response's cache diagnostics, as the API gave them (an object or null).
+        "diagnostics": diagnostics if isinstance(diagnostics, dict) else None,
     }
 
 
@@ -306,6 +279,7 @@ class ShadowPipeline:
         started = time.monotonic()
         usage = empty_usage()
         proposals: list[Any] = []
+        diagnostics: Any = None
         outcome: dict[str, Any]
         try:
             if path == "hot":
@@ -317,6 +291,7 @@ class ShadowPipeline:
                 )
                 response = await self._call(ctx, model, hot.body, usage)
                 usage = add_usage(usage, usage_of(response))
+                diagnostics = response.get("diagnostics")
                 proposals = proposals_from(response)
             else:
                 for page in plan.get("pages") or []:
@@ -324,7 +299,7 @@ class ShadowPipeline:
                     response = await self._call(ctx, model, body, usage)
                     usage = add_usage(usage, usage_of(response))
                     proposals.extend(proposals_from(response))
-            outcome = _outcome("completed", None, usage, started, proposals)
+            outcome = _outcome("completed", None, usage, started, proposals, diagnostics)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -335,7 +310,7 @@ class ShadowPipeline:
                 task.uncancel()
             outcome = _outcome("failed", "interrupted-by-user", usage, started, [])
         except (CallError, PlanError) as exc:
-            outcome = _outcome("failed", str(exc), usage, started, [])
+            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics)
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
             outcome = _outcome("failed", describe_error(exc), usage, started, [])
         # The call is over: the submit is one short statement, and it runs to the end even if a
@@ -395,6 +370,8 @@ class ShadowPipeline:
         result = row[0] if row else {}
         status = str(result.get("status", outcome["status"]))
         ctx.observe_run(pipeline=self.name, path=path, model=model, status=status)
+        if path == "hot" and status == "completed":
+            await self._check_cache(job, ctx, model)
         ctx.log.info(
             "run %s",
             status,
@@ -408,5 +385,32 @@ class ShadowPipeline:
                 "rejected": result.get("rejected"),
                 "latency_ms": outcome["latency_ms"],
                 **outcome["usage"],
+            },
+        )
+
+    async def _check_cache(self, job: Job, ctx: Context, model: str) -> None:
+        """Count and log a hot run that read too little of its old prefix from the cache; SQL
+        judges it and names the likely cause (functions/049_shadow_hot_cache.sql)."""
+        try:
+            async with ctx.connection() as conn:
+                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, (job.run_id,))
+                row = await cur.fetchone()
+        except psycopg.Error as exc:
+            ctx.log.warning("hot cache check failed: %s", exc)
+            return
+        shortfall = row[0] if row else None
+        if not shortfall:
+            return
+        ctx.observe_hot_cache_shortfall(model=model, cause=str(shortfall["cause"]))
+        ctx.log.warning(
+            "hot run read %s of %s prefix tokens from the cache (%s)",
+            shortfall["read_tokens"],
+            shortfall["prefix_tokens"],
+            shortfall["cause"],
+            extra={
+                "event": "hot_cache_shortfall",
+                "cause": shortfall["cause"],
+                "share": float(shortfall["share"]),
+                "model": model,
             },
         )

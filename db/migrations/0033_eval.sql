@@ -139,6 +139,8 @@ CREATE TABLE ember.eval_calls (
     price_cache_write_5m numeric(12, 4),
     price_cache_write_1h numeric(12, 4),
     price_cache_read numeric(12, 4),
+    -- The model's length tiers, copied with the prices (ember.copy_price_tiers).
+    price_tiers jsonb,
     started_at timestamptz NOT NULL,
     finished_at timestamptz NOT NULL,
     latency_ms bigint CHECK (latency_ms >= 0),
