@@ -303,9 +303,6 @@ EVAL_ADD_CONVERSATION: LiteralString = (
     "SELECT ember.eval_add_conversation(%s, %s, %s, %s::jsonb, %s::jsonb)"
 )
 EVAL_ADD_QUESTIONS: LiteralString = "SELECT ember.eval_add_questions(%s, %s::jsonb)"
-# Work left for the worker: the demo's definition (nothing running, ready, or idle and not yet
-# offered); ember eval waits on the same condition after each import.
-EVAL_PENDING: LiteralString = DEMO_PENDING
 EVAL_TICK: LiteralString = "SELECT ember.tick()"
 EVAL_CUT_OVER: LiteralString = "SELECT ember.eval_cut_over(%s, %s)"
 EVAL_CLOSE_CONVERSATION: LiteralString = "SELECT ember.eval_close_conversation(%s, %s)"

@@ -144,13 +144,25 @@ def worker(
                     proc.wait(10)
 
 
+# What work_status says of work that will move on its own (a run out, a claim due, a tick due),
+# and of work that will not move during a run (it waits hours, or for an operator): the latter
+# ends the wait with a warning instead of hanging until --drain-timeout.
+MOVING = {"running", "ready"}
+MOVING_WAITS = {"tick-due", "lease-expired", "idle-not-reached"}
+
+
 def drain(
-    conn: psycopg.Connection[Any], proc: subprocess.Popen[bytes], timeout: float, log: Path
+    conn: psycopg.Connection[Any],
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    log: Path,
+    say: Callable[[str], None],
 ) -> None:
-    """Until the worker has nothing left: nothing running, ready, or idle and not yet offered,
-    DRAIN_CALM checks in a row (tick offers idle threads between them, as the worker's would)."""
+    """Until neither pipeline has work that will move (ember.work_status), DRAIN_CALM checks in
+    a row; tick offers idle threads between them, as the worker's ticker would."""
     calm = 0
     deadline = time.monotonic() + timeout
+    stuck: set[str] = set()
     while calm < DRAIN_CALM:
         code = proc.poll()
         if code is not None:
@@ -161,10 +173,19 @@ def drain(
                 f"its log is {log}"
             )
         conn.execute(queries.EVAL_TICK)
-        row = conn.execute(queries.EVAL_PENDING).fetchone()
-        calm = calm + 1 if row is not None and not any(row) else 0
+        moving, stuck = False, set()
+        for pipeline, state, reason, items, _, _, _, detail in conn.execute(queries.WORK_STATUS):
+            if pipeline not in ("shadow", "steward"):
+                continue
+            if state in MOVING or (state == "waiting" and reason in MOVING_WAITS):
+                moving = True
+            elif state == "waiting":
+                stuck.add(f"{pipeline} {reason} ({items}): {detail}")
+        calm = 0 if moving else calm + 1
         if calm < DRAIN_CALM:
             time.sleep(0.5)
+    for line in sorted(stuck):
+        say(f"  left waiting, not digested: {line}")
 
 
 # --- searching both memories -------------------------------------------------------------------
@@ -562,7 +583,7 @@ class Evaluation:
                         f"as {thread}"
                     )
                     self.load(conn, conv, thread, excluded)
-                    drain(conn, proc, opts.drain_timeout, log)
+                    drain(conn, proc, opts.drain_timeout, log, self.say)
                     asked = [
                         q
                         for q in selection.questions
