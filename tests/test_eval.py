@@ -331,3 +331,27 @@ def test_hostile_texts_stay_text_in_the_html() -> None:
     parser.feed(html.section(rep))
     assert parser.fetches == []
     assert parser.disagreements == 1
+
+
+def test_a_database_holding_anything_but_an_eval_is_never_recreated(db: str, empty_db: str) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT ember.create_thread('real', 'side')")
+    with psycopg.connect(empty_db, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.orders (id int)")
+    cases = (
+        (db, "holds Ember memory that no ember eval wrote", "SELECT id FROM ember.threads"),
+        (
+            empty_db,
+            "holds tables outside schema ember",
+            "SELECT to_regclass('public.orders')::text",
+        ),
+    )
+    for url, why, still in cases:
+        name = str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])
+        done = run_eval(str(LME), "--offline", "--database", name)
+        assert done.returncode == 9, done.stderr
+        assert why in done.stderr
+        with psycopg.connect(url) as conn:
+            assert conn.execute(still).fetchone() in (("real",), ("orders",)), "left as it was"
+    done = run_eval(str(LME), "--offline", "--database", "ember")
+    assert done.returncode == 9 and "it is the configured database" in done.stderr

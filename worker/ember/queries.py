@@ -328,3 +328,18 @@ SELECT c.* FROM ember.eval_runs_list() AS r,
 LATERAL ember.comparison_cost(r.started_at, r.finished_at) AS c
 WHERE r.run_id = %s AND c.pipeline <> 'semantic judge'
 """
+# Whether a database ember eval is about to recreate holds anything but a previous eval: tables
+# outside schema ember, or Ember memory that no eval run wrote.
+EVAL_TARGET_FOREIGN_TABLES: LiteralString = """
+SELECT count(*) FROM pg_catalog.pg_class AS c
+INNER JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'ember')
+  AND n.nspname NOT LIKE 'pg\\_%'
+"""
+EVAL_TARGET_HAS_EMBER: LiteralString = (
+    "SELECT to_regclass('ember.threads') IS NOT NULL, to_regclass('ember.eval_runs') IS NOT NULL"
+)
+EVAL_TARGET_MEMORY: LiteralString = (
+    "SELECT EXISTS (SELECT 1 FROM ember.threads), EXISTS (SELECT 1 FROM ember.facts)"
+)
+EVAL_TARGET_RUNS: LiteralString = "SELECT EXISTS (SELECT 1 FROM ember.eval_runs)"

@@ -437,6 +437,7 @@ def dry_run(opts: Options, benchmark: formats.Benchmark, selection: Selection) -
 
     base = database_url()
     scratch = f"{opts.database}_estimate"
+    guard_target(base, scratch)
     url, _ = fresh_database(base, scratch, root=sql_root(), pgtap=False)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
@@ -670,6 +671,39 @@ class Evaluation:
         return out
 
 
+def guard_target(base: str, name: str) -> None:
+    """Refuse to recreate a database that holds anything but a previous eval: `ember eval`
+    drops `--database`, and a mistyped name must never cost real memory or anyone's tables."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from ember.commands.base import EXIT_REFUSED
+    from ember.config import with_database
+    from ember.devsetup import NEVER_TEST_DATABASES, database_exists
+
+    refuse = f"refusing to recreate database {name!r}"
+    if name == conninfo_to_dict(base).get("dbname") or name in NEVER_TEST_DATABASES:
+        raise CliError(EXIT_REFUSED, f"{refuse}: it is the configured database; choose --database")
+    if not database_exists(base, name):
+        return
+    with psycopg.connect(with_database(base, name), autocommit=True) as conn:
+        row = conn.execute(queries.EVAL_TARGET_FOREIGN_TABLES).fetchone()
+        if row and row[0]:
+            raise CliError(EXIT_REFUSED, f"{refuse}: it holds tables outside schema ember")
+        row = conn.execute(queries.EVAL_TARGET_HAS_EMBER).fetchone()
+        has_ember, has_eval = bool(row and row[0]), bool(row and row[1])
+        if not has_ember:
+            return
+        row = conn.execute(queries.EVAL_TARGET_MEMORY).fetchone()
+        holds_memory = bool(row and (row[0] or row[1]))
+        row = conn.execute(queries.EVAL_TARGET_RUNS).fetchone() if has_eval else None
+        if holds_memory and not (row and row[0]):
+            raise CliError(
+                EXIT_REFUSED,
+                f"{refuse}: it holds Ember memory that no ember eval wrote; choose another "
+                "--database",
+            )
+
+
 def run(args: argparse.Namespace) -> int:
     from ember.evaluation import report
 
@@ -689,10 +723,12 @@ def run(args: argparse.Namespace) -> int:
     from ember.devsetup import fresh_database
     from ember.migrate import sql_root
 
+    base = database_url()
+    guard_target(base, opts.database)
     opts.out.mkdir(parents=True, exist_ok=True)
     evaluation = Evaluation(opts, benchmark, selection)
     evaluation.say(describe_selection(benchmark, selection, opts))
     evaluation.say(f"database: a fresh {opts.database}, migrated")
-    url, _ = fresh_database(database_url(), opts.database, root=sql_root(), pgtap=False)
+    url, _ = fresh_database(base, opts.database, root=sql_root(), pgtap=False)
     run_id = evaluation.run(url, ep)
     return report.finish(url, run_id, opts.out, json_out=args.json, say=evaluation.say)
