@@ -259,6 +259,26 @@ def test_above_the_threshold_a_real_endpoint_needs_a_yes(
     assert len(endpoint.requests) == 0, "nothing is called before the run is confirmed"
 
 
+def test_a_configured_endpoint_runs_with_a_yes_and_is_recognized_as_the_simulator(
+    database: str, endpoint: SimServer, tmp_path: Path
+) -> None:
+    """The path a real endpoint takes (ANTHROPIC_BASE_URL, a key, the estimate, a yes), against
+    an `ember sim` started apart: the worker and both models call it, and its answers are known
+    for the simulator's."""
+    done = run_eval(
+        str(LME), "--limit", "2", "--yes", "--confirm-above", "0", "--database", database,
+        "--out", str(tmp_path), ANTHROPIC_BASE_URL=endpoint.base_url, ANTHROPIC_API_KEY="k",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "offline" not in done.stderr and done.stdout.splitlines()[0] == PLUMBING
+    tools = Counter(
+        str(t["name"]) for r in endpoint.requests if isinstance(r.body, dict)
+        for t in r.body.get("tools") or []
+    )  # fmt: skip
+    assert tools["answer_question"] == tools["judge_answer"] == 4  # 2 questions x 2 pipelines
+    assert tools["shadow_memory_propose"] > 0 and tools["write_fact"] > 0
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
