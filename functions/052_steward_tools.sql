@@ -189,16 +189,47 @@ BEGIN
 END;
 $$;
 
+-- The text a fact will be stored with (functions/054_fact_text.sql cleans it on insert), refused
+-- when nothing is left of it: escapes and white space alone are not a statement.
+CREATE OR REPLACE FUNCTION ember.steward_fact_text_arg(p_input jsonb)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_text text := ember.steward_text_arg(p_input, 'text');
+BEGIN
+    IF ember.clean_fact_text(v_text) = '' THEN
+        PERFORM ember.steward_tool_error('text must state something: it holds only white space and escapes');
+    END IF;
+    RETURN v_text;
+END;
+$$;
+
+-- write_fact. A fact that an active one the steward may read already states (the same text once
+-- cleaned and normalised, ember.normalize_fact_text) is not written again: the answer names the
+-- fact that holds it, and the call is not an error, since what the model wanted is in memory.
 CREATE OR REPLACE FUNCTION ember.steward_write_fact(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
 DECLARE
+    v_text text;
     v_id bigint;
 BEGIN
     PERFORM ember.steward_check_keys(p_input, ARRAY['text', 'evidence_kind', 'evidence']);
+    v_text := ember.steward_fact_text_arg(p_input);
+    SELECT f.id INTO v_id
+    FROM ember.facts AS f
+    WHERE f.status = 'active'
+      AND f.text_key = ember.normalize_fact_text(ember.clean_fact_text(v_text))
+      AND ember.fact_hidden_reason('memory-steward', f) IS NULL
+    ORDER BY f.id
+    LIMIT 1;
+    IF v_id IS NOT NULL THEN
+        RETURN format('fact %s already states this; nothing written', v_id);
+    END IF;
     v_id := ember.steward_insert_fact(
-        p_run, ember.steward_text_arg(p_input, 'text'), ember.steward_kind_arg(p_input),
+        p_run, v_text, ember.steward_kind_arg(p_input),
         p_input -> 'evidence', p_embedding, '{}', '{}', p_now
     );
     RETURN format('fact %s written', v_id);
@@ -232,7 +263,7 @@ BEGIN
     LEFT JOIN LATERAL unnest(f.categories) AS c ON TRUE
     LEFT JOIN LATERAL unnest(f.source_threads) AS s ON TRUE;
     v_id := ember.steward_insert_fact(
-        p_run, ember.steward_text_arg(p_input, 'text'), ember.steward_kind_arg(p_input),
+        p_run, ember.steward_fact_text_arg(p_input), ember.steward_kind_arg(p_input),
         p_input -> 'evidence', p_embedding, v_labels, v_sources, p_now
     );
     UPDATE ember.facts SET status = 'merged', merged_into = v_id, updated_at = p_now

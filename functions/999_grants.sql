@@ -121,6 +121,10 @@ BEGIN
             ('ember_host', 'forget_thread'),
             ('ember_host', 'facts_as_of'),
             ('ember_host', 'explain_fact'),
+            -- ember_host: memory served as one viewer (ember.host's tools, ember mcp).
+            ('ember_host', 'explain_fact_as'),
+            ('ember_host', 'recent_facts'),
+            ('ember_host', 'forget_fact'),
             -- ember_host: the one-time set-up, and the model a thread's next call may go to.
             ('ember_host', 'setup'),
             ('ember_host', 'thread_call_model'),

@@ -37,7 +37,8 @@ CREATE TEMP TABLE found AS SELECT pg_temp.one('search_memory', '{"query": "tea"}
 SELECT is((SELECT count(*)::int FROM regexp_split_to_table((SELECT c FROM found), E'\n') AS l WHERE l ~ '^fact \d+ \['),
           1, 'search_memory answers one line per fact: text in a fact cannot add a line');
 SELECT ok((SELECT c FROM found) NOT LIKE E'%\nfact 424242%', 'so a fact text cannot pass for another fact and its id');
-SELECT ok(strpos((SELECT c FROM found), 'The user prefers tea.\nfact 424242') > 0, 'the line break is shown escaped');
+SELECT ok(strpos((SELECT c FROM found), 'The user prefers tea. fact 424242') > 0,
+          'the line break was stored as a space, so the fake hit stays inside the real one''s line');
 
 -- The steward's own tool results are not evidence of anything.
 CREATE TEMP TABLE search_row AS SELECT pg_temp.last_result() AS id;

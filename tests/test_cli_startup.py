@@ -33,7 +33,14 @@ def _imported(*argv: str, env: dict[str, str] | None = None) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "argv", [("--help",), ("worker", "--help"), ("demo", "--help"), ("compare", "--help")]
+    "argv",
+    [
+        ("--help",),
+        ("worker", "--help"),
+        ("demo", "--help"),
+        ("compare", "--help"),
+        ("mcp", "--help"),
+    ],
 )
 def test_help_imports_nothing_heavy(argv: tuple[str, ...]) -> None:
     assert _imported(*argv) & set(HEAVY) == set()

@@ -13,6 +13,10 @@ top-level automatic one); markers are not part of the cache key and no other byt
 (`ember.cachemark`). `PrefixCapture(mark_history=False)` sends requests exactly as the client
 built them.
 
+Memory tools: `MemoryTools` gives the host's agent `search_memory` and `explain_fact` (tool
+definitions whose input schemas come from pydantic models, and a handler that runs each call as
+the calling thread, so a thread finds only the facts its model may read).
+
 The shadow tool: every turn of every thread offers `shadow_memory_propose` from the first turn on
 (adding it later would change the tools and miss the whole cache), and a symmetric policy keeps
 each kind of turn to its own tools.
@@ -31,7 +35,7 @@ from typing import Any
 import httpx2
 import psycopg
 
-from ember import control, queries
+from ember import control, memory, queries
 from ember.cachemark import mark_history as _mark_history
 from ember.tools import SHADOW_TOOL_NAME, shadow_tool_definition
 
@@ -217,6 +221,66 @@ def tool_call_refusal(tool_name: str, *, shadow_turn: bool) -> str | None:
 def unavailable_at_turn_start(tool_names: Iterable[str]) -> list[str]:
     """The "tools unavailable at turn start" list to tell the model: never the shadow tool."""
     return [name for name in tool_names if name != SHADOW_TOOL_NAME]
+
+
+# --- memory tools for the host's own agent loop ---
+
+MEMORY_TOOL_NAMES = ("search_memory", "explain_fact")
+
+
+def memory_tool_definitions() -> list[dict[str, Any]]:
+    """`search_memory` and `explain_fact` as Messages API tool definitions."""
+    return [
+        {
+            "name": name,
+            "description": memory.tool_description(name),
+            "input_schema": memory.input_schema(name),
+        }
+        for name in MEMORY_TOOL_NAMES
+    ]
+
+
+class MemoryTools:
+    """The memory tools of one thread: each call reads as that thread (its labels apply).
+
+    >>> tools = MemoryTools(conn, "trip")
+    >>> client.messages.create(..., tools=[*my_tools, *tools.definitions()])
+    >>> results = [tools.handle(block) for block in reply.content if tools.handles(block)]
+
+    A result is a `tool_result` block whose text opens with what it is (facts with ids, data
+    not instructions) and quotes every fact text, so nothing a fact says can pass for another
+    result, an id or an instruction. Bad input and refusals come back as `is_error` results with
+    the reason, for the model to correct; a broken connection raises.
+    """
+
+    def __init__(self, conn: psycopg.Connection[Any], thread_id: str, *, embed: Any = None) -> None:
+        self._memory = memory.Memory(conn, thread_id, embed=embed)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return memory_tool_definitions()
+
+    def handles(self, block: Any) -> bool:
+        return _field(block, "type") == "tool_use" and _field(block, "name") in MEMORY_TOOL_NAMES
+
+    def handle(self, block: Any) -> dict[str, Any]:
+        """The tool_result block answering one tool_use block (a dict or an SDK object)."""
+        name = str(_field(block, "name"))
+        try:
+            if name not in MEMORY_TOOL_NAMES:
+                raise memory.ToolInputError(f'"{name}" is not a memory tool')
+            content, is_error = self._memory.call(name, _field(block, "input")), False
+        except (memory.ToolInputError, memory.MemoryRefused) as exc:
+            content, is_error = f"{name} refused: {exc}", True
+        return {
+            "type": "tool_result",
+            "tool_use_id": _field(block, "id"),
+            "content": content,
+            "is_error": is_error,
+        }
+
+
+def _field(block: Any, key: str) -> Any:
+    return block.get(key) if isinstance(block, dict) else getattr(block, key, None)
 
 
 # --- the host API (thin typed wrappers over the SQL functions) ---

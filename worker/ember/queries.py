@@ -268,6 +268,20 @@ SELECT
     (SELECT count(*) FROM ember.facts WHERE status = 'active' AND embedding IS NOT NULL)
 """
 
+# --- memory served as one viewer (ember.memory: ember.host's tools and ember mcp) ---
+# functions/053_steward_search.sql and 055_memory_serving.sql decide what the viewer may read.
+
+MEMORY_CHECK_VIEWER: LiteralString = "SELECT count(*) FROM ember.recent_facts(%s, 1)"
+MEMORY_SEARCH: LiteralString = (
+    "SELECT fact_id, text, evidence_kind, categories, created_at"
+    " FROM ember.search_memory(%s, %s, %s::vector, %s)"
+)
+MEMORY_RECENT: LiteralString = (
+    "SELECT fact_id, text, evidence_kind, categories, created_at FROM ember.recent_facts(%s, %s)"
+)
+MEMORY_EXPLAIN: LiteralString = "SELECT ember.explain_fact_as(%s, %s)"
+MEMORY_FORGET: LiteralString = "SELECT ember.forget_fact(%s, %s, %s)"
+
 # --- the model registry (functions/049_model_registry.sql) ---
 
 LOAD_MODELS: LiteralString = "SELECT ember.load_models(%s::jsonb)"

@@ -23,6 +23,7 @@ MODULES = (
     "settings",
     "forget",
     "search",
+    "mcp",
     "models",
     "demo",
     "devtools",

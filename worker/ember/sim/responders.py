@@ -505,6 +505,26 @@ def _message_text(content: Any) -> str:
     return "\n".join(_block_texts(content))
 
 
+_ESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4})")
+_BREAKS = re.compile(r"[\s\x00-\x1f\x7f-\xa0\u2028\u2029]+")
+
+
+def cleaned(text: str) -> str:
+    """A text as Ember stores a fact (functions/054_fact_text.sql): the page's escapes undone,
+    every run of white space and separators one space. The duplicate check compares these, so a
+    fact copied from a page with its escapes matches the same fact stored clean."""
+
+    def undo(match: re.Match[str]) -> str:
+        code = match[1]
+        if code == "\\":
+            return "\\"
+        if code in ("n", "r"):
+            return " "
+        return chr(int(code[1:], 16))
+
+    return _BREAKS.sub(" ", _ESCAPE.sub(undo, text)).strip()
+
+
 def steward_answer(body: Mapping[str, Any]) -> Reply:
     """One round of the memory steward, the way a careful steward works through its tools.
 
@@ -529,7 +549,8 @@ def steward_answer(body: Mapping[str, Any]) -> Reply:
         return Reply(calls, stop_reason="tool_use")
     if rounds == 1 and candidates:
         found = _message_text(messages[-1]["content"]) if messages[-1].get("role") == "user" else ""
-        fresh = [fact for fact in candidates if fact["text"] not in found]
+        stored = cleaned(found)
+        fresh = [fact for fact in candidates if cleaned(fact["text"]) not in stored]
         if fresh:
             calls = [
                 {"type": "tool_use", "id": new_tool_use_id(), "name": "write_fact", "input": fact}
