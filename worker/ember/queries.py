@@ -328,3 +328,58 @@ COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_m
 SERVER_GENERATION: LiteralString = """
 SELECT pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_archiver)
 """
+
+# --- ember eval (issue 28): functions/093_eval.sql and 094_eval_report.sql ---
+
+EVAL_BEGIN: LiteralString = "SELECT ember.eval_begin(%s, %s, %s, %s, %s, %s, %s)"
+EVAL_RUN: LiteralString = """
+SELECT run_id, benchmark, source, source_sha256, answer_model, judge_model, top_k, question_limit,
+       status, error, started_at, finished_at, conversations, questions, excluded, calls,
+       simulated_calls
+FROM ember.eval_runs_list() WHERE run_id = %s
+"""
+EVAL_LATEST_RUN: LiteralString = "SELECT max(run_id) AS run_id FROM ember.eval_runs_list()"
+EVAL_ADD_CONVERSATION: LiteralString = (
+    "SELECT ember.eval_add_conversation(%s, %s, %s, %s::jsonb, %s::jsonb)"
+)
+EVAL_ADD_QUESTIONS: LiteralString = "SELECT ember.eval_add_questions(%s, %s::jsonb)"
+EVAL_TICK: LiteralString = "SELECT ember.tick()"
+EVAL_CUT_OVER: LiteralString = "SELECT ember.eval_cut_over(%s, %s)"
+EVAL_CLOSE_CONVERSATION: LiteralString = "SELECT ember.eval_close_conversation(%s, %s)"
+EVAL_SEARCH: LiteralString = (
+    "SELECT fact_id, score FROM ember.search_memory(%s, %s, %s::vector, %s)"
+)
+EVAL_SHOWN: LiteralString = """
+SELECT rank, fact_id, proposal_id, text, stated_at FROM ember.eval_shown(%s, %s, %s)
+"""
+EVAL_RECORD_CALL: LiteralString = "SELECT ember.eval_record_call(%s, %s::jsonb)"
+EVAL_RECORD_ANSWER: LiteralString = "SELECT ember.eval_record_answer(%s, %s::jsonb)"
+EVAL_FINISH: LiteralString = "SELECT ember.eval_finish(%s, %s)"
+EVAL_ESTIMATE: LiteralString = """
+SELECT role, model, calls, input_tokens, output_tokens, estimated_usd
+FROM ember.eval_estimate(%s::jsonb)
+"""
+EVAL_SUMMARY: LiteralString = "SELECT * FROM ember.eval_summary(%s)"
+EVAL_CATEGORIES: LiteralString = "SELECT * FROM ember.eval_categories(%s)"
+EVAL_DISAGREEMENTS: LiteralString = "SELECT * FROM ember.eval_disagreements(%s)"
+EVAL_QUESTION_RESULTS: LiteralString = "SELECT * FROM ember.eval_question_results(%s)"
+EVAL_EXTRACTION_COST: LiteralString = """
+SELECT c.* FROM ember.eval_runs_list() AS r,
+LATERAL ember.comparison_cost(r.started_at, r.finished_at) AS c
+WHERE r.run_id = %s AND c.pipeline <> 'semantic judge'
+"""
+# Whether a database ember eval is about to recreate holds anything but a previous eval: tables
+# outside schema ember, or Ember memory that no eval run wrote.
+EVAL_TARGET_FOREIGN_TABLES: LiteralString = """
+SELECT count(*) FROM pg_catalog.pg_class AS c
+INNER JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'ember')
+  AND n.nspname NOT LIKE 'pg\\_%'
+"""
+EVAL_TARGET_HAS_EMBER: LiteralString = (
+    "SELECT to_regclass('ember.threads') IS NOT NULL, to_regclass('ember.eval_runs') IS NOT NULL"
+)
+EVAL_TARGET_MEMORY: LiteralString = (
+    "SELECT EXISTS (SELECT 1 FROM ember.threads), EXISTS (SELECT 1 FROM ember.facts)"
+)
+EVAL_TARGET_RUNS: LiteralString = "SELECT EXISTS (SELECT 1 FROM ember.eval_runs)"

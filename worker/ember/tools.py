@@ -242,3 +242,61 @@ def steward_call_error(name: str, tool_input: Any) -> str | None:
             for err in exc.errors(include_url=False)
         )
     return None
+
+
+# --- ember eval (issue 28) ---
+#
+# The answer model's and the judge's tools. Facts are named by their number in the prompt (F3 is
+# 3), never by a database id: the model sees no ids, so it cannot make one up.
+
+EVAL_ANSWER_TOOL = "answer_question"
+EVAL_JUDGE_TOOL = "judge_answer"
+
+
+class EvalAnswer(BaseModel):
+    """Answer the question from the memory shown, naming the facts the answer rests on."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="the answer, short and complete; say that memory does not say when it "
+            "does not",
+        ),
+    ]
+    facts: Annotated[
+        list[Annotated[int, Field(ge=1)]],
+        Field(description="the numbers of the facts the answer uses (F3 is 3); empty if none"),
+    ]
+
+
+class EvalVerdict(BaseModel):
+    """The verdict on one answer against the gold answer, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    verdict: Annotated[
+        Literal["correct", "wrong"],
+        Field(
+            description="correct only if the answer states the gold answer; anything else is wrong"
+        ),
+    ]
+    reason: Annotated[
+        str, Field(min_length=1, description="one or two sentences: what matches or what is off")
+    ]
+
+
+def eval_answer_tool() -> dict[str, Any]:
+    return {
+        "name": EVAL_ANSWER_TOOL,
+        "description": (EvalAnswer.__doc__ or "").strip(),
+        "input_schema": EvalAnswer.model_json_schema(),
+    }
+
+
+def eval_judge_tool() -> dict[str, Any]:
+    return {
+        "name": EVAL_JUDGE_TOOL,
+        "description": (EvalVerdict.__doc__ or "").strip(),
+        "input_schema": EvalVerdict.model_json_schema(),
+    }

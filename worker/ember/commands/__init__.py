@@ -15,6 +15,7 @@ MODULES = (
     "migrate",
     "worker",
     "compare",
+    "eval",
     "transfer",
     "explain",
     "init",

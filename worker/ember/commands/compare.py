@@ -85,9 +85,14 @@ def _report(url: str, since: Any, until: Any, args: argparse.Namespace) -> int:
 
     with read_only(url) as conn:
         report = collect(conn, since, until, rows_per_section=args.rows)
+        if args.html:  # the latest `ember eval` run of this database, if any, as a section
+            from ember.evaluation import html as eval_html
+            from ember.evaluation.report import collect as collect_eval
+
+            evaluation = collect_eval(conn)
     if args.html:
         with output(args.html) as out:
-            out.write(html.render(report))
+            out.write(html.render(report, [eval_html.section(evaluation)] if evaluation else []))
     if args.json:
         print(to_json(report))
     elif not args.html or args.format == "tsv":

@@ -11,6 +11,7 @@ texts and evidence are untrusted and only ever appear escaped, as text.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -413,7 +414,8 @@ class Page:
         return f'<table id="threads"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def render(report: Report) -> str:
+def render(report: Report, sections: Sequence[str] = ()) -> str:
+    """The page; `sections` are fragments other reports render (ember eval's), placed last."""
     page = Page(report)
     # The drill-downs first, so the overview knows which thread groups exist to link to.
     drill = "".join(
@@ -536,6 +538,7 @@ where a hot run asked for them, or why a run went cold.</p>
 {_table(list(CACHE_MISS_COLUMNS), cache_miss_rows(report), {4, 5})}
 </section>
 {drill}
+{"".join(sections)}
 </body>
 </html>
 """

@@ -320,7 +320,8 @@ class SimApp:
             return self._stream(entry, plan, info, message)
         self._started(entry, plan, info, message)
         self.state.log.finish(entry)
-        return JSONResponse(message)
+        # Says who answered: a client can tell the simulator's rule-based answers from a model's.
+        return JSONResponse(message, headers={RESPONDER_HEADER: str(entry.responder)})
 
     def _body(self, request: Request, raw: bytes, entry: LoggedRequest) -> dict[str, Any]:
         _check_headers(request.headers)
@@ -386,7 +387,8 @@ class SimApp:
             finally:
                 self.state.log.finish(entry)
 
-        return StreamingResponse(body(), media_type="text/event-stream", headers=_sse_headers())
+        headers = {**_sse_headers(), RESPONDER_HEADER: str(entry.responder)}
+        return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
     def _cut_off(
         self,

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import json
 import re
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import anyio.to_thread
@@ -589,6 +591,124 @@ def judge_answer(body: Mapping[str, Any]) -> Reply:
     return Reply.tool_use(JUDGE_TOOL, {"pairs": pairs})
 
 
+# --- ember eval's answer and judge tools ------------------------------------------------
+
+EVAL_ANSWER_TOOL = "answer_question"
+EVAL_JUDGE_TOOL = "judge_answer"
+# The lines of ember eval's requests (ember.evaluation.asking): a label, then a JSON string.
+EVAL_FACT_LINE = re.compile(r'^F(?P<n>\d+) \((?P<when>[^)]*)\): (?P<text>".*")$')
+EVAL_FIELD_LINE = re.compile(r'^(?P<label>Question|Gold answer|Answer to judge): (?P<text>".*")$')
+_EVAL_STOPWORD_TEXT = (
+    "a an the and or but of to in on at for from by with about as is are was were be been being "
+    "do does did doing have has had i me my we our you your he she it its they them their this "
+    "that these those what when where who whom which why how much many any some there here "
+    "not no yes if than then so very can could would should will shall may might must just "
+    "also into over after before during ever"
+)
+EVAL_STOPWORDS = frozenset(_EVAL_STOPWORD_TEXT.split())
+# A gold answer that says the conversations hold no answer, and an answer that declines.
+EVAL_UNANSWERABLE = re.compile(
+    r"not mentioned|no information|did not mention|not (?:in|available)\b|unanswerable|"
+    r"cannot be answered",
+    re.IGNORECASE,
+)
+EVAL_DECLINES = re.compile(
+    r"don't know|do not know|does not say|doesn't say|not in memory|no fact|not mentioned",
+    re.IGNORECASE,
+)
+EVAL_DONT_KNOW = "I don't know: memory does not say."
+
+
+def _eval_fields(body: Mapping[str, Any]) -> tuple[dict[str, str], dict[int, tuple[str, str]]]:
+    """The labelled fields and the numbered facts of ember eval's last user message."""
+    fields: dict[str, str] = {}
+    facts: dict[int, tuple[str, str]] = {}
+    for line in _message_text((body.get("messages") or [{}])[-1].get("content")).splitlines():
+        fact = EVAL_FACT_LINE.match(line.strip())
+        if fact:
+            facts[int(fact["n"])] = (fact["when"], _decoded(fact["text"]))
+            continue
+        field_ = EVAL_FIELD_LINE.match(line.strip())
+        if field_:
+            fields[field_["label"]] = _decoded(field_["text"])
+    return fields, facts
+
+
+def _decoded(literal: str) -> str:
+    try:
+        value = json.loads(literal)
+    except ValueError:
+        return literal
+    return value if isinstance(value, str) else literal
+
+
+def eval_words(text: str) -> set[str]:
+    """Lower-case words and numbers without the stopwords, plus Chinese characters."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", text)} - EVAL_STOPWORDS
+    return words | set(re.findall(r"[\u4e00-\u9fff]", text))
+
+
+def _when(stamp: str) -> str:
+    """A fact line's "2023-05-08 13:56" as "8 May 2023", the way benchmark answers write dates."""
+    try:
+        at = datetime.strptime(stamp.strip(), "%Y-%m-%d %H:%M")
+    except ValueError:
+        return stamp
+    return f"{at.day} {at.strftime('%B %Y')}"
+
+
+def eval_answer(body: Mapping[str, Any]) -> Reply:
+    """ember eval's answer: the fact sharing the most words with the question (the first on a
+    tie, which is the better ranked), as it is written; for a "when" question, with the date its
+    evidence was said. No shared word: memory does not say."""
+    fields, facts = _eval_fields(body)
+    question = fields.get("Question", "")
+    wanted = eval_words(question)
+    best, best_score = None, 0
+    for n in sorted(facts):
+        score = len(wanted & eval_words(facts[n][1]))
+        if score > best_score:
+            best, best_score = n, score
+    if best is None:
+        return Reply.tool_use(EVAL_ANSWER_TOOL, {"answer": EVAL_DONT_KNOW, "facts": []})
+    when, text = facts[best]
+    answer = text
+    if re.match(r"^\s*when\b", question, re.IGNORECASE):
+        answer = f"{text} (said on {_when(when)})"
+    return Reply.tool_use(EVAL_ANSWER_TOOL, {"answer": answer, "facts": [best]})
+
+
+def eval_judge(body: Mapping[str, Any]) -> Reply:
+    """ember eval's verdict, by rule: correct when every word of the gold answer (stopwords
+    aside) is in the answer; when the gold answer says the conversations do not tell, correct only
+    when the answer declines."""
+    fields, _ = _eval_fields(body)
+    gold, answer = fields.get("Gold answer", ""), fields.get("Answer to judge", "")
+    if EVAL_UNANSWERABLE.search(gold):
+        if EVAL_DECLINES.search(answer):
+            return Reply.tool_use(
+                EVAL_JUDGE_TOOL,
+                {"verdict": "correct", "reason": "the gold answer says it is not mentioned, and "
+                 "the answer declines"},
+            )  # fmt: skip
+        return Reply.tool_use(
+            EVAL_JUDGE_TOOL,
+            {"verdict": "wrong", "reason": "the gold answer says it is not mentioned, but the "
+             "answer gives one"},
+        )  # fmt: skip
+    needed = eval_words(gold) or {w.lower() for w in re.findall(r"\w+", gold)}
+    missing = sorted(needed - eval_words(answer))
+    if needed and not missing:
+        return Reply.tool_use(
+            EVAL_JUDGE_TOOL,
+            {"verdict": "correct", "reason": "every word of the gold answer is in the answer"},
+        )
+    return Reply.tool_use(
+        EVAL_JUDGE_TOOL,
+        {"verdict": "wrong", "reason": "missing from the answer: " + ", ".join(missing[:8])},
+    )
+
+
 class Heuristic:
     """A rule-based stand-in for a memory model, not a language model.
 
@@ -614,6 +734,10 @@ class Heuristic:
             return steward_answer(request.body)
         if SHADOW_TOOL not in names and JUDGE_TOOL in names:
             return judge_answer(request.body)
+        if SHADOW_TOOL not in names and EVAL_ANSWER_TOOL in names:
+            return eval_answer(request.body)
+        if SHADOW_TOOL not in names and EVAL_JUDGE_TOOL in names:
+            return eval_judge(request.body)
         rows = [row for text in request.texts() for row in parse_rows(text)]
         facts = propose_facts(rows)
         tool = choose_tool(request.body)
