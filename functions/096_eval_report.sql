@@ -326,18 +326,4 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION
-ember.eval_runs_list(),
-ember.eval_summary(bigint),
-ember.eval_categories(bigint),
-ember.eval_disagreements(bigint),
-ember.eval_question_results(bigint)
-FROM public;
-
-GRANT EXECUTE ON FUNCTION
-ember.eval_runs_list(),
-ember.eval_summary(bigint),
-ember.eval_categories(bigint),
-ember.eval_disagreements(bigint),
-ember.eval_question_results(bigint)
-TO ember_analyst;
+-- Granted to ember_analyst in 999_grants.sql, with every other analyst function.

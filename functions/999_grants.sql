@@ -157,7 +157,13 @@ BEGIN
             ('ember_analyst', 'comparison_context'),
             ('ember_analyst', 'comparison_cache_misses'),
             ('ember_analyst', 'comparison_explain_fact'),
-            ('ember_analyst', 'comparison_explain_proposal')
+            ('ember_analyst', 'comparison_explain_proposal'),
+            -- ember_analyst: the results of `ember eval` (functions/096_eval_report.sql)
+            ('ember_analyst', 'eval_runs_list'),
+            ('ember_analyst', 'eval_summary'),
+            ('ember_analyst', 'eval_categories'),
+            ('ember_analyst', 'eval_disagreements'),
+            ('ember_analyst', 'eval_question_results')
         ) AS g (role_name, fn_name)
         LEFT JOIN pg_proc AS p
             ON p.proname = g.fn_name AND p.pronamespace = 'ember'::regnamespace AND p.prokind IN ('f', 'p')
