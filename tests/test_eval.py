@@ -315,7 +315,8 @@ class Tags(HTMLParser):
         if "disagreement" in (a.get("class") or "").split():
             self.disagreements += 1
         for name in ("src", "href"):
-            if a.get(name):
+            # A fragment link moves within the page and fetches nothing.
+            if a.get(name) and not str(a[name]).startswith("#"):
                 self.fetches.append(str(a[name]))
         if tag in ("script", "link", "img", "iframe", "object", "embed"):
             self.fetches.append(tag)
