@@ -23,28 +23,36 @@ BEGIN
     -- generation's first rows take the insert, which also asks for its read position.
     UPDATE ember.generation_progress AS p SET
         last_seq = greatest(p.last_seq, n.last_seq),
-        last_message_at = greatest(p.last_message_at, n.last_message_at)
+        last_message_at = greatest(p.last_message_at, n.last_message_at),
+        undigested = p.undigested + n.undigested
     FROM (
-        SELECT x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at
+        SELECT
+            x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
+            (count(*) FILTER (WHERE x.episode_id IS NULL))::integer AS undigested
         FROM new_rows AS x GROUP BY x.generation_id
     ) AS n
     WHERE p.generation_id = n.generation_id;
     GET DIAGNOSTICS v_updated = ROW_COUNT;
     IF v_updated < (SELECT count(DISTINCT x.generation_id) FROM new_rows AS x) THEN
         INSERT INTO ember.generation_progress AS p (
-            generation_id, thread_id, last_seq, last_message_at, read_seq
+            generation_id, thread_id, last_seq, last_message_at, read_seq,
+            undigested, steward_reads, ended
         )
         SELECT
             n.generation_id,
             min(n.thread_id),
             max(n.seq),
             max(n.created_at),
-            ember.shadow_read_position(min(n.thread_id), n.generation_id)
+            ember.shadow_read_position(min(n.thread_id), n.generation_id),
+            (count(*) FILTER (WHERE n.episode_id IS NULL))::integer,
+            NOT ember.is_steward_thread(min(n.thread_id)) AND NOT ember.is_isolated(min(n.thread_id)),
+            coalesce((SELECT g.ended_at IS NOT NULL FROM ember.generations AS g WHERE g.id = n.generation_id), false)
         FROM new_rows AS n
         GROUP BY n.generation_id
         ON CONFLICT (generation_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
-            last_message_at = greatest(p.last_message_at, excluded.last_message_at);
+            last_message_at = greatest(p.last_message_at, excluded.last_message_at),
+            undigested = p.undigested + excluded.undigested;
     END IF;
     RETURN NULL;
 END;
@@ -164,3 +172,62 @@ AFTER INSERT ON ember.shadow_runs
 FOR EACH ROW
 WHEN (new.status IN ('failed', 'completed'))
 EXECUTE FUNCTION ember.shadow_runs_note_failures();
+
+-- Digesting (steward_finish sets episode_id) takes rows out of their generation's undigested
+-- count; a statement-level trigger, so a wake that digests 500 rows does one update per
+-- generation. Rows only ever gain an episode_id.
+CREATE OR REPLACE FUNCTION ember.messages_note_digested()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress AS p SET undigested = greatest(p.undigested - d.n, 0)
+    FROM (
+        SELECT n.generation_id, count(*)::integer AS n
+        FROM new_rows AS n
+        INNER JOIN old_rows AS o ON o.id = n.id
+        WHERE o.episode_id IS NULL AND n.episode_id IS NOT NULL
+        GROUP BY n.generation_id
+    ) AS d
+    WHERE p.generation_id = d.generation_id;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_note_digested
+AFTER UPDATE ON ember.messages
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION ember.messages_note_digested();
+
+-- A generation ending, and a thread sealed isolated, change what steward_has_work() may count.
+CREATE OR REPLACE FUNCTION ember.generations_note_ended()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress SET ended = new.ended_at IS NOT NULL
+    WHERE generation_id = new.id AND ended IS DISTINCT FROM (new.ended_at IS NOT NULL);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER generations_note_ended
+AFTER UPDATE OF ended_at ON ember.generations
+FOR EACH ROW WHEN (new.ended_at IS DISTINCT FROM old.ended_at)
+EXECUTE FUNCTION ember.generations_note_ended();
+
+CREATE OR REPLACE FUNCTION ember.threads_note_steward_reads()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress SET steward_reads = false
+    WHERE thread_id = new.id AND steward_reads;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_note_steward_reads
+AFTER UPDATE OF seal_tier ON ember.threads
+FOR EACH ROW WHEN (new.seal_tier = 'isolated' AND old.seal_tier IS DISTINCT FROM 'isolated')
+EXECUTE FUNCTION ember.threads_note_steward_reads();

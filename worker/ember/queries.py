@@ -153,7 +153,11 @@ SET_SETTING: LiteralString = "SELECT ember.set_setting(%s, %s)"
 
 # --- steward (issue 10) ---
 # The memory steward's statements; the rules are in functions/05x_steward_*.sql.
-CLAIM_STEWARD: LiteralString = "SELECT ember.claim_steward_run(%s, %s)"
+# Asked only when steward_has_work() says there is some: an index probe, where the claim itself
+# locks the steward's row (a write) even when it then finds nothing.
+CLAIM_STEWARD: LiteralString = (
+    "SELECT ember.claim_steward_run(%s, %s) WHERE ember.steward_has_work()"
+)
 STEWARD_STEP: LiteralString = (
     "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
     "p_rejections => %(rejections)s)"
