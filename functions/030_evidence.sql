@@ -148,13 +148,28 @@ AS $$
         m.author,
         m.tool_status,
         m.seq
+    -- Each pointer is looked up by primary key: the lateral subqueries cannot be flattened into
+    -- a join (OFFSET 0), so the planner cannot choose a hash join over all of messages, whose
+    -- cost grew with the table (a seq scan per pointer set) while a lookup stays flat.
     FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS p (value, ordinality)
-    LEFT JOIN ember.messages AS m
-        ON p.value ? 'message_id' AND m.id = (p.value ->> 'message_id')::bigint
-    LEFT JOIN ember.generations AS mg ON mg.id = m.generation_id
-    LEFT JOIN ember.messages AS o ON o.id = m.copied_from
-    LEFT JOIN ember.generations AS g
-        ON p.value ? 'generation_id' AND g.id = (p.value ->> 'generation_id')::uuid
+    LEFT JOIN LATERAL (
+        SELECT x.id, x.thread_id, x.generation_id, x.from_thread, x.copied_from, x.role, x.author,
+            x.tool_status, x.seq
+        FROM ember.messages AS x
+        WHERE p.value ? 'message_id' AND x.id = (p.value ->> 'message_id')::bigint
+        OFFSET 0
+    ) AS m ON true
+    LEFT JOIN LATERAL (
+        SELECT x.thread_id FROM ember.generations AS x WHERE x.id = m.generation_id OFFSET 0
+    ) AS mg ON true
+    LEFT JOIN LATERAL (
+        SELECT x.thread_id, x.from_thread FROM ember.messages AS x WHERE x.id = m.copied_from OFFSET 0
+    ) AS o ON true
+    LEFT JOIN LATERAL (
+        SELECT x.id, x.thread_id FROM ember.generations AS x
+        WHERE p.value ? 'generation_id' AND x.id = (p.value ->> 'generation_id')::uuid
+        OFFSET 0
+    ) AS g ON true
     ORDER BY p.ordinality
 $$;
 
