@@ -170,6 +170,12 @@ BEGIN
             USING ERRCODE = 'EM060';
     END IF;
 
+    -- Nothing to read, nothing to lock: asked first, the claim with no work writes nothing (the
+    -- row lock below is a write). An expired run then waits for the next claim with work.
+    IF NOT ember.steward_has_work(p_now) THEN
+        RETURN NULL;
+    END IF;
+
     -- No steward thread, no steward (ensure_steward_thread runs at system start).
     -- kind = 'steward' finds the one candidate through the index on kind; is_steward_thread
     -- still decides. Asking it of every thread cost a call per thread on every claim.
@@ -181,9 +187,6 @@ BEGIN
     END IF;
     PERFORM ember.steward_abandon_expired(p_now);
     IF EXISTS (SELECT 1 FROM ember.steward_runs WHERE status = 'running') THEN
-        RETURN NULL;
-    END IF;
-    IF NOT ember.steward_has_work(p_now) THEN
         RETURN NULL;
     END IF;
 
