@@ -177,7 +177,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--samples", type=int, default=21)
-    parser.add_argument("--large", type=int, default=1_000_000, help="messages for the large submit")
+    parser.add_argument(
+        "--large", type=int, default=1_000_000, help="messages for the large submit"
+    )
     args = parser.parse_args()
     samples = args.samples
     load0 = os.getloadavg()
@@ -207,7 +209,9 @@ def main() -> int:
         steward = statistics.median(sample_ms(conn, STEWARD_CLAIM) for _ in range(samples))
         has_work = conn.execute("SELECT ember.steward_has_work()").fetchone()[0]  # type: ignore[index]
         assert not has_work
-        print(f"B10 claim_steward_run, no steward work, {SIZES[-1]} fresh threads: {steward:.3f} ms")
+        print(
+            f"B10 claim_steward_run, no steward work, {SIZES[-1]} fresh threads: {steward:.3f} ms"
+        )
 
         run_id, token, outcome = submit_plan(conn)
         submit_sql = "SELECT ember.submit_shadow_run(%s, %s, %s::jsonb)"

@@ -58,7 +58,9 @@ FROM (
 WHERE p.generation_id = f.generation_id;
 
 INSERT INTO ember.shadow_offers (thread_id, signalled_at)
-SELECT s.thread_id, min(s.created_at)
+SELECT
+    s.thread_id,
+    min(s.created_at) AS signalled_at
 FROM ember.shadow_signals AS s
 WHERE NOT s.deferred
 GROUP BY s.thread_id;
