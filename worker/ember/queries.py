@@ -120,7 +120,6 @@ HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%s)"
 MODEL_THINKING_RETENTION: LiteralString = (
     "SELECT thinking_retention FROM ember.models WHERE id = %s"
 )
-KNOWN_MODELS: LiteralString = "SELECT id FROM ember.models"
 
 # --- host API (issue 9: ember.host) ---
 HOST_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s)"
