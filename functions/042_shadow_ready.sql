@@ -118,7 +118,8 @@ BEGIN
     -- (generation_progress: read_seq is shadow_read_position, last_seq the generation's max(seq)).
     SELECT
         gn.id, gn.ended_at IS NULL AS gen_open, gn.labels, p.read_seq, p.last_seq,
-        CASE WHEN p.failures >= ember.setting_int('failure_backoff_after')
+        -- The settings are read only for a generation that has failed at all.
+        CASE WHEN p.failures > 0 AND p.failures >= ember.setting_int('failure_backoff_after')
             THEN p.last_failed_at + ember.setting_interval('failure_backoff') END AS backoff_until
     INTO g
     FROM ember.generation_progress AS p

@@ -21,11 +21,9 @@ CREATE TABLE ember.shadow_offers (
 );
 
 -- The claim's order among cold offers: oldest signal first. Parked offers are few (they are the
--- exceptions), so the walk filters them rather than keeping a second index.
+-- exceptions), so the walk filters them rather than keeping a second index; an index on the park
+-- itself, with stale statistics, drew the per-thread unpark away from the primary key.
 CREATE INDEX shadow_offers_order ON ember.shadow_offers (signalled_at, thread_id);
-
-CREATE INDEX shadow_offers_parked ON ember.shadow_offers (parked_reason)
-WHERE parked_reason IS NOT NULL;
 
 -- Prefixes young enough to be hot are found by their age, not by reading every prefix.
 CREATE INDEX shadow_prefixes_started ON ember.shadow_prefixes (request_started_at)
