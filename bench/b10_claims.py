@@ -20,6 +20,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import statistics
 import time
 
@@ -53,6 +54,22 @@ def sample_ms(conn: psycopg.Connection, sql: str, params: tuple[object, ...] = (
         t0 = time.perf_counter()
         conn.execute(sql, params).fetchall()
         return (time.perf_counter() - t0) * 1000
+
+
+def server_figures(
+    conn: psycopg.Connection, sql: str, params: tuple[object, ...] = (), repeat: int = 5
+) -> tuple[float, int]:
+    """Median server-side execution time (EXPLAIN ANALYZE) and the shared buffers the statement
+    touched: the buffer count does not move with the machine's load, so it shows growth plainly."""
+    times, hits = [], 0
+    for _ in range(repeat):
+        with conn.transaction(force_rollback=True):
+            text = explain(conn, sql, params)
+        took = re.search(r"Execution Time: ([0-9.]+)", text)
+        times.append(float(took.group(1)) if took else float("nan"))
+        found = re.search(r"Buffers: shared hit=(\d+)(?: read=(\d+))?", text)
+        hits = int(found.group(1)) + int(found.group(2) or 0) if found else 0
+    return statistics.median(times), hits
 
 
 def paired(conn: psycopg.Connection, a: str, b: str, samples: int) -> tuple[float, float]:
@@ -184,6 +201,8 @@ def main() -> int:
     samples = args.samples
     load0 = os.getloadavg()
     claims: dict[int, tuple[float, float]] = {}
+    claim_server: dict[int, tuple[float, int]] = {}
+    bare_server: dict[int, tuple[float, int]] = {}
     with scratch_database("ember_bench_b10") as url, psycopg.connect(url) as conn:
         with conn.transaction():
             conn.execute("SELECT ember.create_thread('main', 'main')")
@@ -200,22 +219,29 @@ def main() -> int:
             ready = conn.execute("SELECT count(*) FROM ember.shadow_offers").fetchone()[0]  # type: ignore[index]
             assert ready == size, (ready, size)
             claims[size] = paired(conn, EMBER_CLAIM, BARE_CLAIM, samples)
+            claim_server[size] = server_figures(conn, EMBER_CLAIM)
+            bare_server[size] = server_figures(conn, BARE_CLAIM)
             print(
                 f"B10 claim, {size:>6} ready: claim_shadow_run {claims[size][0]:.3f} ms, "
-                f"bare {claims[size][1]:.3f} ms, {claims[size][0] / claims[size][1]:.2f}x"
+                f"bare {claims[size][1]:.3f} ms, {claims[size][0] / claims[size][1]:.2f}x; "
+                f"in the server {claim_server[size][0]:.3f} / {bare_server[size][0]:.3f} ms, "
+                f"{claim_server[size][1]} / {bare_server[size][1]} buffers"
             )
         with conn.transaction(force_rollback=True):
             plan_text = explain(conn, EMBER_CLAIM)
         steward = statistics.median(sample_ms(conn, STEWARD_CLAIM) for _ in range(samples))
+        steward_server = server_figures(conn, STEWARD_CLAIM)
         has_work = conn.execute("SELECT ember.steward_has_work()").fetchone()[0]  # type: ignore[index]
         assert not has_work
         print(
             f"B10 claim_steward_run, no steward work, {SIZES[-1]} fresh threads: {steward:.3f} ms"
+            f" ({steward_server[0]:.3f} ms in the server, {steward_server[1]} buffers)"
         )
 
         run_id, token, outcome = submit_plan(conn)
         submit_sql = "SELECT ember.submit_shadow_run(%s, %s, %s::jsonb)"
         submits: dict[str, float] = {}
+        submit_server: dict[str, tuple[float, int]] = {}
         total = conn.execute("SELECT count(*) FROM ember.messages").fetchone()[0]  # type: ignore[index]
         add_history(conn, max(0, 10_000 - int(total)), "s")
         for label, want in (("10k", 10_000), ("1M", args.large)):
@@ -234,13 +260,22 @@ def main() -> int:
                     times.append((time.perf_counter() - t0) * 1000)
             assert result is not None and result[0]["valid"] == 5, result
             submits[label] = statistics.median(times)
-            print(f"B10 submit_shadow_run, {have:,} messages: {submits[label]:.3f} ms")
+            submit_server[label] = server_figures(conn, submit_sql, (run_id, token, outcome))
+            print(
+                f"B10 submit_shadow_run, {have:,} messages: {submits[label]:.3f} ms"
+                f" ({submit_server[label][0]:.3f} ms in the server,"
+                f" {submit_server[label][1]} buffers)"
+            )
     load1 = os.getloadavg()
 
     def ratio_line(size: int) -> str:
         ember, bare = claims[size]
         r = ember / bare
-        return f"| {size:,} | {ember:.3f} ms | {bare:.3f} ms | {r:.2f}x | {verdict(r, 5.0)} |"
+        (es, eb), (bs, bb) = claim_server[size], bare_server[size]
+        return (
+            f"| {size:,} | {ember:.3f} ms | {bare:.3f} ms | {r:.2f}x | {verdict(r, 5.0)} "
+            f"| {es:.3f} / {bs:.3f} ms | {eb} / {bb} |"
+        )
 
     growth = claims[SIZES[-1]][0] / claims[SIZES[0]][0]
     sub_ratio = submits["1M"] / submits["10k"]
@@ -251,18 +286,22 @@ def main() -> int:
         f"{samples} samples, each statement in its own rolled-back transaction, the Ember and "
         "the bare statement sampled alternately in the same database.",
         "",
-        "| threads ready | claim_shadow_run | bare SKIP LOCKED claim | ratio | target <= 5x |",
-        "|---|---|---|---|---|",
+        "| threads ready | claim_shadow_run | bare SKIP LOCKED claim | ratio | target <= 5x "
+        "| in the server, Ember / bare | shared buffers, Ember / bare |",
+        "|---|---|---|---|---|---|---|",
         *(ratio_line(size) for size in SIZES),
         "",
         f"- claim growth, {SIZES[-1]:,} / {SIZES[0]} ready: {growth:.2f} (target <= 1.5: "
         f"{verdict(growth, 1.5)})",
         f"- `claim_steward_run` with no steward work ({SIZES[-1]:,} threads with fresh rows): "
-        f"{steward:.3f} ms (target <= 1 ms: {verdict(steward, 1.0)})",
+        f"{steward:.3f} ms at the client, {steward_server[0]:.3f} ms in the server, "
+        f"{steward_server[1]} buffers (target <= 1 ms: {verdict(steward, 1.0)})",
         f"- `submit_shadow_run`, five proposals with two pointers each: {submits['10k']:.3f} ms at "
         f"10k messages, {submits['1M']:.3f} ms at {args.large:,} (target <= 5 ms: "
         f"{verdict(max(submits.values()), 5.0)}); ratio {sub_ratio:.2f} (target <= 1.5: "
-        f"{verdict(sub_ratio, 1.5)})",
+        f"{verdict(sub_ratio, 1.5)}); in the server {submit_server['10k'][0]:.3f} and "
+        f"{submit_server['1M'][0]:.3f} ms, {submit_server['10k'][1]} and "
+        f"{submit_server['1M'][1]} shared buffers",
         "",
         f"EXPLAIN (ANALYZE, BUFFERS) of the claim at {SIZES[-1]:,} ready:",
         "",
