@@ -90,24 +90,27 @@ DECLARE
     v_route record;
 BEGIN
     thread_id := p_thread;
-    SELECT min(s.created_at) INTO signalled_at
-    FROM ember.shadow_signals AS s WHERE s.thread_id = p_thread AND NOT s.deferred;
-    IF signalled_at IS NULL THEN
-        not_ready := 'no standing offer';
-    ELSIF NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN
-        not_ready := 'shadow is not activated';
-    ELSIF ember.shadow_excluded(p_thread) THEN
-        not_ready := 'a thread shadow never reads';
-    ELSIF EXISTS (
-        SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = p_thread AND r.status = 'running'
-    ) THEN
-        not_ready := 'a run is running';
-    ELSIF EXISTS (
-        SELECT 1 FROM ember.shadow_thread_state AS st
-        WHERE st.thread_id = p_thread AND st.turn_running AND NOT st.waiting_user
-    ) THEN
-        not_ready := 'a turn is running';
-    END IF;
+    -- The thread-level conditions in one statement: the claim asks this for every thread it
+    -- picks, and each statement of a plpgsql function has a cost of its own.
+    SELECT
+        CASE
+            WHEN o.signalled_at IS NULL THEN 'no standing offer'
+            WHEN NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN 'shadow is not activated'
+            WHEN ember.shadow_excluded(p_thread) THEN 'a thread shadow never reads'
+            WHEN EXISTS (
+                SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = p_thread AND r.status = 'running'
+            ) THEN 'a run is running'
+            WHEN EXISTS (
+                SELECT 1 FROM ember.shadow_thread_state AS st
+                WHERE st.thread_id = p_thread AND st.turn_running AND NOT st.waiting_user
+            ) THEN 'a turn is running'
+        END,
+        o.signalled_at
+    INTO not_ready, signalled_at
+    FROM (
+        SELECT min(s.created_at) AS signalled_at
+        FROM ember.shadow_signals AS s WHERE s.thread_id = p_thread AND NOT s.deferred
+    ) AS o;
     IF not_ready IS NOT NULL THEN
         signalled_at := NULL;
         RETURN NEXT;
@@ -115,12 +118,27 @@ BEGIN
     END IF;
 
     -- The earliest generation with unread rows, from the state the write path keeps
-    -- (generation_progress: read_seq is shadow_read_position, last_seq the generation's max(seq)).
+    -- (generation_progress: read_seq is shadow_read_position, last_seq the generation's max(seq)),
+    -- and the prefix's model when the generation may take the hot path: the thread's prefix
+    -- belongs to this generation, the generation is open, the prefix carries the shadow tool and
+    -- passes the hot-path rule, and its model is tagged for every label (routing never
+    -- downgrades, invariant 9, on the hot path too).
     SELECT
         gn.id, gn.ended_at IS NULL AS gen_open, gn.labels, p.read_seq, p.last_seq,
         -- The settings are read only for a generation that has failed at all.
         CASE WHEN p.failures > 0 AND p.failures >= ember.setting_int('failure_backoff_after')
-            THEN p.last_failed_at + ember.setting_interval('failure_backoff') END AS backoff_until
+            THEN p.last_failed_at + ember.setting_interval('failure_backoff') END AS backoff_until,
+        (
+            SELECT pf.model
+            FROM ember.shadow_prefixes AS pf
+            INNER JOIN ember.models AS md ON md.id = pf.model
+            WHERE pf.thread_id = p_thread
+                AND pf.generation_id = gn.id
+                AND gn.ended_at IS NULL
+                AND pf.has_shadow_tool
+                AND (ember.hot_path_rule(pf.model, pf.estimated_tokens, p_now - pf.request_started_at)).eligible
+                AND md.tags @> gn.labels
+        ) AS hot_model
     INTO g
     FROM ember.generation_progress AS p
     INNER JOIN ember.generations AS gn ON gn.id = p.generation_id
@@ -144,20 +162,9 @@ BEGIN
     generation_id := g.id;
     from_seq := g.read_seq;
     through_seq := g.last_seq;
-    -- Hot when the thread's prefix belongs to this generation, the generation is open, the
-    -- prefix carries the shadow tool and passes the hot-path rule, and its model is tagged for
-    -- every label: routing never downgrades (invariant 9), on the hot path too.
-    SELECT p.model INTO model
-    FROM ember.shadow_prefixes AS p
-    INNER JOIN ember.models AS md ON md.id = p.model
-    WHERE p.thread_id = p_thread
-        AND p.generation_id = g.id
-        AND g.gen_open
-        AND p.has_shadow_tool
-        AND (ember.hot_path_rule(p.model, p.estimated_tokens, p_now - p.request_started_at)).eligible
-        AND md.tags @> g.labels;
-    IF model IS NOT NULL THEN
+    IF g.hot_model IS NOT NULL THEN
         path := 'hot';
+        model := g.hot_model;
     ELSE
         path := 'cold';
         v_route := ember.route_model_or_reason('light', g.labels);
