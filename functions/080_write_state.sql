@@ -42,7 +42,7 @@ BEGIN
             ember.shadow_read_position(min(n.thread_id), n.generation_id)
         FROM new_rows AS n
         GROUP BY n.generation_id
-        ON CONFLICT (generation_id) DO UPDATE SET
+        ON CONFLICT (generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at);
     END IF;
