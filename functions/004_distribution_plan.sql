@@ -128,8 +128,6 @@ COMMENT ON FUNCTION ember.distribution_hot_path() IS
 CREATE OR REPLACE FUNCTION ember.distribution_commands()
 RETURNS SETOF text
 LANGUAGE sql STABLE
--- Function signatures are printed schema-qualified.
-SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT c FROM (
         SELECT 0 AS step, 0 AS n, 'ALTER TABLE ember.identity_documents DROP CONSTRAINT '
@@ -154,7 +152,10 @@ AS $$
                || 'REFERENCES ember.identity_versions (file, version);'
         UNION ALL
         SELECT 4, h.ord, format('SELECT create_distributed_function(%L, %L, colocate_with => %L);',
-                                f.oid::regprocedure::text, h.thread_argument, 'ember.threads')
+                                format('ember.%s(%s)', f.proname, (
+                                    SELECT string_agg(format_type(a.t, NULL), ', ' ORDER BY a.o)
+                                    FROM unnest(f.proargtypes::oid []) WITH ORDINALITY AS a (t, o)
+                                )), h.thread_argument, 'ember.threads')
         FROM ember.distribution_hot_path() WITH ORDINALITY AS h (function_name, part, thread_argument, shard, ord)
         INNER JOIN pg_catalog.pg_proc AS f
             ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
@@ -165,3 +166,162 @@ $$;
 
 COMMENT ON FUNCTION ember.distribution_commands() IS
 'The one-time Citus commands of the distribution plan, in the order an operator runs them.';
+
+-- What in the catalog breaks the plan, one row per problem, each naming the table and the
+-- constraint, index, column or function: the lint (pgtap/099_distribution_lint.sql) expects none
+-- for every rule, and an operator can run it before distributing. The rules are Citus's:
+--   1 every table of schema ember is in one of the plan's lists;
+--   2 the plan names existing tables, once each, with a NOT NULL distribution column where due;
+--   3 a primary or unique key of a distributed table holds its distribution column (Citus checks
+--     uniqueness on one shard only), unless ember.distribution_exceptions() names it;
+--   4 a foreign key of a distributed table points to a reference table, or to a distributed one
+--     with distribution column matched to distribution column (co-located shards), never to a
+--     local table;
+--   5 a reference or local table never points into a distributed table;
+--   6 a sequence-filled column of a distributed table is bigint (Citus gives each node its own
+--     range of a bigint sequence; smaller types can be drawn on the coordinator only);
+--   7 the hot path's functions exist;
+--   8 a hot-path function joins a distributed table only on its distribution column, read from
+--     its source: each `JOIN ember.<table> [AS] <alias> ON|USING ...` of a distributed table must
+--     equate <alias>.<column> with something. It does not see joins written as FROM a, b WHERE,
+--     EXISTS or IN subqueries, views, dynamic SQL, or the functions a listed function calls
+--     (each is checked only when listed); and it checks that the column is equated, not that the
+--     other side is the same thread's.
+CREATE OR REPLACE FUNCTION ember.distribution_violations()
+RETURNS TABLE (rule integer, problem text)
+LANGUAGE sql STABLE
+AS $$
+    WITH plan AS (
+        SELECT to_regclass('ember.' || quote_ident(p.table_name)) AS rel, p.table_name, p.role,
+               p.distribution_column,
+               (SELECT a.attnum FROM pg_attribute AS a
+                WHERE a.attrelid = to_regclass('ember.' || quote_ident(p.table_name))
+                  AND a.attname = p.distribution_column AND NOT a.attisdropped) AS dist_attnum
+        FROM ember.distribution_plan() AS p
+    ),
+
+    hot_joins AS (
+        SELECT h.function_name, m[1] AS table_name, coalesce(m[2], m[1]) AS alias,
+               regexp_replace(m[3], '\m(WHERE|GROUP|ORDER|LIMIT|RETURNING|UNION|HAVING|WINDOW|LEFT|RIGHT'
+                                    || '|INNER|CROSS|FULL|FOR|INTO)\M.*$|;.*$', '', 'i') AS cond
+        FROM ember.distribution_hot_path() AS h
+        INNER JOIN pg_proc AS f ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
+        CROSS JOIN LATERAL regexp_split_to_table(
+            regexp_replace(f.prosrc, '--[^\n]*', '', 'g'), '\mJOIN\M', 'i'
+        ) WITH ORDINALITY AS j (piece, n)
+        CROSS JOIN LATERAL regexp_match(
+            j.piece,
+            '^\s+ember\.([a-z_][a-z0-9_]*)(?:\s+(?:AS\s+)?(?!ON\M|USING\M)([a-z_][a-z0-9_]*))?\s+((?:ON|USING)\M.*)$',
+            'i'
+        ) AS m
+        WHERE j.n > 1 AND m IS NOT NULL
+    )
+
+    SELECT 1, format('table ember.%s is in none of the plan''s lists (ember.distribution_plan())', c.relname)
+    FROM pg_class AS c
+    WHERE c.relnamespace = 'ember'::regnamespace AND c.relkind IN ('r', 'p')
+        AND NOT EXISTS (SELECT 1 FROM plan AS p WHERE p.rel = c.oid)
+
+    UNION ALL
+    SELECT 2, format('plan row ember.%s: %s', x.table_name, x.why)
+    FROM (
+        SELECT p.table_name, CASE
+            WHEN p.rel IS NULL THEN 'no such table'
+            WHEN p.role NOT IN ('distributed', 'reference', 'local') THEN 'unknown role ' || p.role
+            WHEN count(*) OVER (PARTITION BY p.table_name) > 1 THEN 'listed more than once'
+            WHEN (p.role = 'distributed') <> (p.distribution_column IS NOT NULL)
+                THEN 'a distribution column is given for, and only for, a distributed table'
+            WHEN p.role = 'distributed' AND NOT EXISTS (
+                SELECT 1 FROM pg_attribute AS a
+                WHERE a.attrelid = p.rel AND a.attnum = p.dist_attnum AND a.attnotnull
+            ) THEN format('distribution column %s is not a NOT NULL column', p.distribution_column)
+        END AS why
+        FROM plan AS p
+    ) AS x
+    WHERE x.why IS NOT NULL
+
+    UNION ALL
+    SELECT 3, format('ember.%s: %s %s lacks distribution column %s: %s', p.table_name,
+                     CASE con.contype WHEN 'p' THEN 'primary key' WHEN 'u' THEN 'unique constraint'
+                                      ELSE 'unique index' END,
+                     ic.relname, p.distribution_column, pg_get_indexdef(i.indexrelid))
+    FROM plan AS p
+    INNER JOIN pg_index AS i ON i.indrelid = p.rel AND i.indisunique
+    INNER JOIN pg_class AS ic ON ic.oid = i.indexrelid
+    LEFT JOIN pg_constraint AS con ON con.conindid = i.indexrelid AND con.conrelid = p.rel
+    WHERE p.role = 'distributed'
+        AND NOT p.dist_attnum = ANY(i.indkey::smallint[])
+        AND NOT EXISTS (
+            SELECT 1 FROM ember.distribution_exceptions() AS e
+            WHERE e.table_name = p.table_name AND e.constraint_name = ic.relname
+        )
+
+    UNION ALL
+    SELECT 4, format('ember.%s: foreign key %s %s: %s', s.table_name, con.conname, CASE
+                         WHEN t.role = 'local' THEN format('points to local table ember.%s', t.table_name)
+                         ELSE format('does not match %s.%s to %s.%s', s.table_name, s.distribution_column,
+                                     t.table_name, t.distribution_column) END,
+                     pg_get_constraintdef(con.oid))
+    FROM plan AS s
+    INNER JOIN pg_constraint AS con ON con.conrelid = s.rel AND con.contype = 'f'
+    INNER JOIN plan AS t ON t.rel = con.confrelid
+    WHERE s.role = 'distributed' AND t.role <> 'reference'
+        AND (t.role = 'local' OR NOT EXISTS (
+            SELECT 1 FROM unnest(con.conkey, con.confkey) AS k (src, dst)
+            WHERE k.src = s.dist_attnum AND k.dst = t.dist_attnum
+        ))
+
+    UNION ALL
+    SELECT 5, format('ember.%s (%s): foreign key %s points into distributed table ember.%s: %s',
+                     s.table_name, s.role, con.conname, t.table_name, pg_get_constraintdef(con.oid))
+    FROM plan AS s
+    INNER JOIN pg_constraint AS con ON con.conrelid = s.rel AND con.contype = 'f'
+    INNER JOIN plan AS t ON t.rel = con.confrelid
+    WHERE s.role <> 'distributed' AND t.role = 'distributed'
+
+    UNION ALL
+    SELECT 6, format('ember.%s: column %s (%s) takes values from a sequence but is not bigint',
+                     p.table_name, a.attname, format_type(a.atttypid, a.atttypmod))
+    FROM plan AS p
+    INNER JOIN pg_attribute AS a ON a.attrelid = p.rel AND a.attnum > 0 AND NOT a.attisdropped
+    LEFT JOIN pg_attrdef AS d ON d.adrelid = p.rel AND d.adnum = a.attnum
+    WHERE p.role = 'distributed' AND a.atttypid <> 'bigint'::regtype
+        AND (a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%')
+
+    UNION ALL
+    SELECT 7, format('hot-path function ember.%s does not exist', h.function_name)
+    FROM ember.distribution_hot_path() AS h
+    WHERE NOT EXISTS (
+        SELECT 1 FROM pg_proc WHERE proname = h.function_name AND pronamespace = 'ember'::regnamespace
+    )
+
+    UNION ALL
+    SELECT 8, format('ember.%s: JOIN ember.%s AS %s %s does not join on %s.%s',
+                     j.function_name, j.table_name, j.alias, btrim(regexp_replace(j.cond, '\s+', ' ', 'g')),
+                     j.alias, p.distribution_column)
+    FROM hot_joins AS j
+    INNER JOIN plan AS p ON p.table_name = j.table_name AND p.role = 'distributed'
+    WHERE NOT (
+        j.cond ~* format('\m%s\.%s\M\s*=|=\s*%s\.%s\M', j.alias, p.distribution_column, j.alias, p.distribution_column)
+        OR j.cond ~* format('^USING\s*\([^)]*\m%s\M', p.distribution_column)
+    )
+
+    ORDER BY 1, 2
+$$;
+
+COMMENT ON FUNCTION ember.distribution_violations() IS
+'What in the catalog breaks the distribution plan, by rule, naming table and constraint or function.';
+
+-- How many joins of distributed tables the hot-path check parsed: the lint asserts it reads some.
+CREATE OR REPLACE FUNCTION ember.distribution_hot_path_joins()
+RETURNS bigint
+LANGUAGE sql STABLE
+AS $$
+    SELECT count(*)
+    FROM ember.distribution_hot_path() AS h
+    INNER JOIN pg_proc AS f ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
+    CROSS JOIN LATERAL regexp_split_to_table(f.prosrc, '\mJOIN\M', 'i') WITH ORDINALITY AS j (piece, n)
+    INNER JOIN ember.distribution_plan() AS p
+        ON p.role = 'distributed' AND j.piece ~* ('^\s+ember\.' || p.table_name || '\M')
+    WHERE j.n > 1
+$$;
