@@ -181,12 +181,13 @@ COMMENT ON FUNCTION ember.distribution_commands() IS
 --   6 a sequence-filled column of a distributed table is bigint (Citus gives each node its own
 --     range of a bigint sequence; smaller types can be drawn on the coordinator only);
 --   7 the hot path's functions exist;
---   8 a hot-path function joins a distributed table only on its distribution column, read from
---     its source: each `JOIN ember.<table> [AS] <alias> ON|USING ...` of a distributed table must
---     equate <alias>.<column> with something. It does not see joins written as FROM a, b WHERE,
---     EXISTS or IN subqueries, views, dynamic SQL, or the functions a listed function calls
---     (each is checked only when listed); and it checks that the column is equated, not that the
---     other side is the same thread's.
+--   8 a hot-path function (listed, or a trigger function on a distributed table) joins a
+--     distributed table only on its distribution column, read from its source: each
+--     `JOIN ember.<table> [AS] <alias> ON|USING ...` of a distributed table must equate
+--     <alias>.<column> with something. It does not see joins written as FROM a, b WHERE, EXISTS
+--     or IN subqueries, views, dynamic SQL, or the other functions a listed function calls (each
+--     is checked only when listed); and it checks that the column is equated, not that the other
+--     side is the same thread's.
 CREATE OR REPLACE FUNCTION ember.distribution_violations()
 RETURNS TABLE (rule integer, problem text)
 LANGUAGE sql STABLE
@@ -200,14 +201,27 @@ AS $$
         FROM ember.distribution_plan() AS p
     ),
 
-    hot_joins AS (
-        SELECT h.function_name, m[1] AS table_name, coalesce(m[2], m[1]) AS alias,
-               regexp_replace(m[3], '\m(WHERE|GROUP|ORDER|LIMIT|RETURNING|UNION|HAVING|WINDOW|LEFT|RIGHT'
-                                    || '|INNER|CROSS|FULL|FOR|INTO)\M.*$|;.*$', '', 'i') AS cond
+    -- The listed functions, and every trigger function on a distributed table: a trigger runs
+    -- inside the write that fired it, so the host's appends and the submits run these too.
+    hot_functions AS (
+        SELECT h.function_name AS label, f.prosrc
         FROM ember.distribution_hot_path() AS h
         INNER JOIN pg_proc AS f ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
+        UNION
+        SELECT format('%s (trigger %s on ember.%s)', f.proname, tg.tgname, p.table_name), f.prosrc
+        FROM plan AS p
+        INNER JOIN pg_trigger AS tg ON tg.tgrelid = p.rel AND NOT tg.tgisinternal
+        INNER JOIN pg_proc AS f ON f.oid = tg.tgfoid AND f.pronamespace = 'ember'::regnamespace
+        WHERE p.role = 'distributed'
+    ),
+
+    hot_joins AS (
+        SELECT h.label AS function_name, m[1] AS table_name, coalesce(m[2], m[1]) AS alias,
+               regexp_replace(m[3], '\m(WHERE|GROUP|ORDER|LIMIT|RETURNING|UNION|HAVING|WINDOW|LEFT|RIGHT'
+                                    || '|INNER|CROSS|FULL|FOR|INTO)\M.*$|;.*$', '', 'i') AS cond
+        FROM hot_functions AS h
         CROSS JOIN LATERAL regexp_split_to_table(
-            regexp_replace(f.prosrc, '--[^\n]*', '', 'g'), '\mJOIN\M', 'i'
+            regexp_replace(h.prosrc, '--[^\n]*', '', 'g'), '\mJOIN\M', 'i'
         ) WITH ORDINALITY AS j (piece, n)
         CROSS JOIN LATERAL regexp_match(
             j.piece,

@@ -107,11 +107,12 @@ AS $$
 BEGIN
     UPDATE ember.generation_progress AS p
     SET read_seq = new.through_seq
-    WHERE p.generation_id = new.generation_id AND p.read_seq < new.through_seq;
+    WHERE p.generation_id = new.generation_id AND p.thread_id = new.thread_id
+        AND p.read_seq < new.through_seq;
     IF EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
-        INNER JOIN ember.generations AS g ON g.id = p.generation_id
+        INNER JOIN ember.generations AS g ON g.id = p.generation_id AND g.thread_id = p.thread_id
         WHERE p.thread_id = new.thread_id
             AND p.unread
             AND g.ended_at IS NOT NULL

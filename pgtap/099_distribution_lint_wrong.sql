@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(8);
+SELECT plan(9);
 
 -- The distribution lint (pgtap/099_distribution_lint.sql) fails on deliberately wrong tables and
 -- functions, naming each table and constraint. The plan is widened for this transaction only by
@@ -92,6 +92,23 @@ SELECT is(
     ARRAY(SELECT problem FROM ember.distribution_violations() WHERE rule = 8),
     ARRAY['ember.wrong_join: JOIN ember.generations AS g ON g.id = m.generation_id does not join on g.thread_id'],
     'a hot-path join on anything but thread_id is named with its function; one on thread_id passes'
+);
+
+CREATE FUNCTION ember.wrong_trigger() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM ember.messages AS m INNER JOIN ember.thread_events AS e ON e.message_id = m.id
+    WHERE m.thread_id = new.thread_id;
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER wrong_table_check AFTER INSERT ON ember.wrong_table
+FOR EACH ROW EXECUTE FUNCTION ember.wrong_trigger();
+
+SELECT is(
+    ARRAY(SELECT problem FROM ember.distribution_violations() WHERE rule = 8 AND problem LIKE '%trigger%'),
+    ARRAY['ember.wrong_trigger (trigger wrong_table_check on ember.wrong_table): JOIN ember.thread_events '
+          || 'AS e ON e.message_id = m.id does not join on e.thread_id'],
+    'a trigger function on a distributed table is on the hot path, unlisted, and its join is named'
 );
 
 SELECT * FROM finish();
