@@ -65,7 +65,7 @@ AS $$
 $$;
 
 -- Whether a claim could find steward work now, answered from generation_progress through its
--- partial indexes (db/migrations/0037_steward_due.sql) without reading the backlog: some
+-- partial indexes (db/migrations/0038_steward_due.sql) without reading the backlog: some
 -- generation the steward reads has undigested rows, is covered by the steward model's tags, and
 -- has ended or has had no row for idle_before_digest. It may say true when the backlog's finer
 -- rules (a carrier's rows from before the steward, a thread hidden from the steward) leave
@@ -212,7 +212,7 @@ BEGIN
     FOR m IN
         SELECT msg.*
         FROM ember.backlog AS b
-        INNER JOIN ember.messages AS msg ON msg.id = b.id
+        INNER JOIN ember.messages AS msg ON msg.id = b.id AND msg.thread_id = b.thread_id
         INNER JOIN unnest(v_gens) WITH ORDINALITY AS g (id, ord) ON g.id = b.generation_id
         ORDER BY g.ord, b.seq
     LOOP
