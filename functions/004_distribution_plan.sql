@@ -27,6 +27,8 @@ AS $$
     ('identity_documents', 'reference', NULL, 'identity prompt files, a few rows'),
     ('identity_versions', 'reference', NULL, 'versions of the identity files, edited by hand'),
     ('shadow_activation', 'reference', NULL, 'one row: the activation watermark'),
+    ('shadow_park_epoch', 'reference', NULL,
+     'one row: moved by every change of models or settings, read by each claim'),
     ('forgettings', 'reference', NULL,
      'one row per forget command (rare); messages and proposals point to it'),
     ('facts', 'reference', NULL,

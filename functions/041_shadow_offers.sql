@@ -50,7 +50,7 @@ CREATE OR REPLACE FUNCTION ember.shadow_offer_unpark(p_thread text)
 RETURNS void
 LANGUAGE sql
 AS $$
-    UPDATE ember.shadow_offers SET parked_until = NULL, parked_reason = NULL
+    UPDATE ember.shadow_offers SET parked_until = NULL, parked_reason = NULL, parked_epoch = NULL
     WHERE thread_id = p_thread AND parked_reason IS NOT NULL
 $$;
 
@@ -114,14 +114,14 @@ AFTER INSERT ON ember.generation_progress
 FOR EACH ROW WHEN (new.unread)
 EXECUTE FUNCTION ember.shadow_offer_unpark_row();
 
--- Registry and settings changes can move any thread's routing, hot-path rule or backoff.
+-- Registry and settings changes can move any thread's routing, hot-path rule or backoff: they
+-- move the epoch, which makes every park taken before them stale (see the table's comment).
 CREATE OR REPLACE FUNCTION ember.shadow_offer_unpark_all()
 RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    UPDATE ember.shadow_offers SET parked_until = NULL, parked_reason = NULL
-    WHERE parked_reason IS NOT NULL;
+    UPDATE ember.shadow_park_epoch SET epoch = epoch + 1;
     RETURN NULL;
 END;
 $$;

@@ -34,6 +34,7 @@ DECLARE
     v_thread text;
     v_pass integer;
     v_cursor refcursor;
+    v_epoch bigint;
     r record;
     v_found boolean := false;
     v_path text;
@@ -57,6 +58,8 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN
         RETURN NULL;
     END IF;
+    -- Read before any readiness is decided, and recorded with each park (shadow_park_epoch).
+    SELECT e.epoch INTO v_epoch FROM ember.shadow_park_epoch AS e;
 
     -- Hot candidates first, then every offer; oldest signal first within each pass. Each
     -- candidate is locked (SKIP LOCKED: another claimer has it, or a write to it is open) and its
@@ -72,13 +75,13 @@ BEGIN
                 WHERE p.has_shadow_tool
                     AND p.request_started_at > p_now - (SELECT max(m.cache_ttl) FROM ember.models AS m)
                     AND p_now < p.request_started_at + md.cache_ttl
-                    AND (o.parked_until IS NULL OR o.parked_until <= p_now)
+                    AND (o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch)
                 ORDER BY o.signalled_at, o.thread_id;
         ELSE
             OPEN v_cursor FOR
                 SELECT o.thread_id
                 FROM ember.shadow_offers AS o
-                WHERE o.parked_until IS NULL OR o.parked_until <= p_now
+                WHERE o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch
                 ORDER BY o.signalled_at, o.thread_id;
         END IF;
         LOOP
@@ -93,7 +96,8 @@ BEGIN
             ELSIF r.not_ready IS DISTINCT FROM 'no standing offer' THEN
                 UPDATE ember.shadow_offers SET
                     parked_until = coalesce(r.not_ready_until, 'infinity'),
-                    parked_reason = coalesce(r.not_ready, r.waiting_for)
+                    parked_reason = coalesce(r.not_ready, r.waiting_for),
+                    parked_epoch = v_epoch
                 WHERE thread_id = v_thread;
             END IF;
         END LOOP;

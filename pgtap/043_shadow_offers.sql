@@ -93,7 +93,8 @@ SELECT set_eq(
 SELECT is_empty(
     $$SELECT r.thread_id FROM ember.shadow_ready(pg_temp.at(100000)) AS r
       INNER JOIN ember.shadow_offers AS o ON o.thread_id = r.thread_id
-      WHERE r.model IS NOT NULL AND o.parked_until > pg_temp.at(100000)$$,
+      WHERE r.model IS NOT NULL AND o.parked_until > pg_temp.at(100000)
+          AND o.parked_epoch = (SELECT epoch FROM ember.shadow_park_epoch)$$,
     'no claimable thread is parked: a park never hides ready work'
 );
 SELECT set_eq(

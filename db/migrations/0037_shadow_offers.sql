@@ -17,8 +17,23 @@ CREATE TABLE ember.shadow_offers (
     signalled_at timestamptz NOT NULL,
     parked_until timestamptz,
     parked_reason text,
+    -- The registry's epoch (shadow_park_epoch) the claim read before it decided readiness: a park
+    -- from an older epoch is passed over by no claim, since a model or setting changed since.
+    parked_epoch bigint,
     CHECK ((parked_until IS NULL) = (parked_reason IS NULL))
 );
+
+-- Bumped by every statement that changes models or settings (functions/041_shadow_offers.sql).
+-- A claim reads it before it decides a thread's readiness and parks with it; a change that
+-- commits between that decision and the park makes the park stale instead of wrong. Clearing
+-- every park in the changing statement instead would miss a park written a moment later from
+-- the older reading.
+CREATE TABLE ember.shadow_park_epoch (
+    singleton boolean PRIMARY KEY DEFAULT TRUE CHECK (singleton),
+    epoch bigint NOT NULL
+);
+
+INSERT INTO ember.shadow_park_epoch (epoch) VALUES (1);
 
 -- The claim's order among cold offers: oldest signal first. Parked offers are few (they are the
 -- exceptions), so the walk filters them rather than keeping a second index; an index on the park
