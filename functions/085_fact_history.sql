@@ -39,13 +39,18 @@ AS $$
 DECLARE
     v_forgetting bigint := ember.history_setting('ember.forgetting');
     v_run bigint := ember.history_setting('ember.run');
+    -- A cut-over's rollback (097_cutover.sql) names itself, so its retirements are not put on
+    -- whatever steward run happens to be running.
+    v_cutover bigint := ember.history_setting('ember.cutover');
     v_change text;
 BEGIN
     IF tg_op = 'INSERT' THEN
+        -- A promoted fact names its proposal, shadow run and cut-over.
         INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, run_id,
-                                        forgetting_id)
+                                        forgetting_id, proposal_id, shadow_run_id, cutover_id)
         VALUES (new.id, new.created_at, 'written', new.status, new.merged_into, new.retired_reason,
-                coalesce(v_run, new.run_id), v_forgetting);
+                coalesce(v_run, new.run_id), v_forgetting, new.shadow_proposal_id, new.shadow_run_id,
+                new.cutover_id);
         RETURN NULL;
     END IF;
 
@@ -56,7 +61,7 @@ BEGIN
         v_run := coalesce(v_run, (SELECT t.run_id FROM ember.facts AS t WHERE t.id = new.merged_into));
     ELSIF new.status = 'retired' AND (old.status <> 'retired' OR old.retired_reason IS DISTINCT FROM new.retired_reason) THEN
         v_change := 'retired';
-        IF v_forgetting IS NULL THEN
+        IF v_forgetting IS NULL AND v_cutover IS NULL THEN
             v_run := coalesce(v_run, ember.running_steward_run());
         END IF;
     ELSIF new.embedding IS DISTINCT FROM old.embedding AND new.text IS NOT NULL THEN
@@ -69,7 +74,7 @@ BEGIN
     END IF;
 
     INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
-                                    forgetting_id)
+                                    forgetting_id, cutover_id)
     VALUES (
         -- The writer's time when it set one (the steward passes its p_now), else the clock.
         new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
@@ -78,7 +83,7 @@ BEGIN
         -- status the fact left, since its merge target (if any) is cleared by the retirement.
         CASE WHEN v_change = 'forgotten' THEN 'was ' || old.status
                   || coalesce(' (merged into fact ' || old.merged_into || ')', '') END,
-        v_run, v_forgetting
+        v_run, v_forgetting, v_cutover
     );
     RETURN NULL;
 END;

@@ -106,6 +106,13 @@ BEGIN
         'evidence', v_evidence,
         'acceptance', v_acceptance,
         'run', ember.explain_run(f.run_id),
+        -- A fact shadow wrote through a cut-over: the proposal, its run and the cut-over.
+        'promotion', CASE WHEN f.cutover_id IS NOT NULL THEN jsonb_build_object(
+            'proposal', f.shadow_proposal_id, 'shadow_run', f.shadow_run_id, 'cutover', f.cutover_id,
+            'confirmed_by_steward', (SELECT coalesce(jsonb_agg(jsonb_build_object('run', k.run_id, 'at', k.at)
+                                                               ORDER BY k.id), '[]')
+                                     FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
+        ) END,
         -- Facts merged into this one, from the history (a source forgotten since has left its
         -- merge link there, and its text nowhere).
         'merged_from', coalesce((
@@ -122,6 +129,7 @@ BEGIN
                 'at', h.at, 'change', h.change, 'status', h.status, 'merged_into', h.merged_into,
                 'retired_reason', h.retired_reason, 'detail', h.detail,
                 'evidence_removed', h.evidence_removed, 'run', h.run_id,
+                'proposal', h.proposal_id, 'shadow_run', h.shadow_run_id, 'cutover', h.cutover_id,
                 'forgetting', CASE WHEN fg.id IS NOT NULL THEN
                     jsonb_build_object('id', fg.id, 'reason', fg.reason, 'scope', fg.scope,
                                        'thread', fg.thread_id) END
