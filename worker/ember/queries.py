@@ -217,6 +217,13 @@ FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%s, %s)"
 
 FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%s, %s)"
 
+# --- cut-over (issue 25) ---
+# `ember cutover`: the dry run reads cutover_plan; the real call is cut_over or cutover_rollback,
+# whose answer carries the same plan fields.
+CUTOVER_PLAN: LiteralString = "SELECT ember.cutover_plan(%s, %s, %s)"
+CUT_OVER: LiteralString = "SELECT ember.cut_over(%s, %s, %s, %s)"
+CUTOVER_ROLLBACK: LiteralString = "SELECT ember.cutover_rollback(%s, %s, %s)"
+
 # --- demo (issue 16) ---
 # `ember demo` plays its corpus through the host API with the injected clock's time (the last
 # parameter of each call), then watches the worker through read-only counts.
