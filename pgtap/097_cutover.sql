@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(50);
+SELECT plan(52);
 
 -- Time: the day is 2030-03-01; the cut-over is made at 10:00.
 
@@ -246,6 +246,14 @@ SELECT pg_temp.shadow_run('s1', '2030-03-01 15:00+00') AS r3 \gset
 SELECT pg_temp.submit(:r3, jsonb_build_array(pg_temp.prop('The user owns a bike.', 'user-stated', :m_bike)), '2030-03-01 15:01+00');
 SELECT is((SELECT count(*)::int FROM ember.cutover_promotions WHERE shadow_run_id = :r3), 0,
           'after the rollback, no proposal is promoted');
+
+-- Nobody but the owner, and whoever a DBA grants these to, may cut over.
+SET LOCAL ROLE ember_analyst;
+SELECT throws_ok($$SELECT ember.cut_over('thread', 's1')$$, '42501', NULL, 'the analyst role may not cut over');
+RESET ROLE;
+SET LOCAL ROLE ember_worker;
+SELECT throws_ok($$SELECT ember.cutover_rollback('thread', 's1')$$, '42501', NULL, 'nor may the worker roll back');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;
