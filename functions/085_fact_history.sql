@@ -42,6 +42,10 @@ DECLARE
     -- A cut-over's rollback (097_cutover.sql) names itself, so its retirements are not put on
     -- whatever steward run happens to be running.
     v_cutover bigint := ember.history_setting('ember.cutover');
+    -- The consolidation run and action applying a merge, supersede or retirement
+    -- (100_consolidation.sql), likewise.
+    v_consolidation bigint := ember.history_setting('ember.consolidation_run');
+    v_action bigint := ember.history_setting('ember.consolidation_action');
     v_change text;
     -- A change of the fact's validity (099_fact_valid_time.sql), except its first setting from
     -- the evidence just inserted, which is the fact's validity from its write on.
@@ -56,12 +60,14 @@ BEGIN
     IF tg_op = 'INSERT' THEN
         -- A promoted fact names its proposal, shadow run and cut-over.
         INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, run_id,
-                                        forgetting_id, proposal_id, shadow_run_id, cutover_id, validity)
+                                        forgetting_id, proposal_id, shadow_run_id, cutover_id, validity,
+                                        consolidation_run_id, consolidation_action_id)
         VALUES (new.id, new.created_at, 'written', new.status, new.merged_into, new.retired_reason,
                 coalesce(v_run, new.run_id), v_forgetting, new.shadow_proposal_id, new.shadow_run_id,
                 new.cutover_id,
                 CASE WHEN new.valid_from IS NOT NULL
-                     THEN jsonb_build_object('from', new.valid_from, 'until', new.valid_until) END);
+                     THEN jsonb_build_object('from', new.valid_from, 'until', new.valid_until) END,
+                coalesce(v_consolidation, new.consolidation_run_id), v_action);
         RETURN NULL;
     END IF;
 
@@ -74,7 +80,7 @@ BEGIN
         v_run := coalesce(v_run, (SELECT t.run_id FROM ember.facts AS t WHERE t.id = new.merged_into));
     ELSIF new.status = 'retired' AND (old.status <> 'retired' OR old.retired_reason IS DISTINCT FROM new.retired_reason) THEN
         v_change := 'retired';
-        IF v_forgetting IS NULL AND v_cutover IS NULL THEN
+        IF v_forgetting IS NULL AND v_cutover IS NULL AND v_consolidation IS NULL THEN
             v_run := coalesce(v_run, ember.running_steward_run());
         END IF;
     ELSIF new.embedding IS DISTINCT FROM old.embedding AND new.text IS NOT NULL THEN
@@ -89,7 +95,8 @@ BEGIN
     END IF;
 
     INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
-                                    forgetting_id, cutover_id, validity)
+                                    forgetting_id, cutover_id, validity, consolidation_run_id,
+                                    consolidation_action_id)
     VALUES (
         -- The writer's time when it set one (the steward passes its p_now), else the clock.
         new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
@@ -98,9 +105,10 @@ BEGIN
         -- status the fact left, since its merge target (if any) is cleared by the retirement.
         CASE WHEN v_change = 'forgotten' THEN 'was ' || old.status
                   || coalesce(' (merged into fact ' || old.merged_into || ')', '')
-             -- The reason a validity change was made (set_fact_validity passes it so).
-             WHEN v_validity IS NOT NULL THEN nullif(current_setting('ember.validity_reason', true), '') END,
-        v_run, v_forgetting, v_cutover, v_validity
+             -- The reason a writer gave for the change (set_fact_validity, a consolidation action)
+             -- in the transaction-local setting ember.history_reason.
+             ELSE nullif(current_setting('ember.history_reason', true), '') END,
+        v_run, v_forgetting, v_cutover, v_validity, v_consolidation, v_action
     );
     RETURN NULL;
 END;

@@ -81,10 +81,10 @@ BEGIN
     END IF;
     -- History rows are written by the trigger alone; the reason reaches its detail through a
     -- transaction-local setting, cleared at once.
-    PERFORM set_config('ember.validity_reason', p_reason, true);
+    PERFORM set_config('ember.history_reason', p_reason, true);
     UPDATE ember.facts SET valid_from = v_from, valid_until = p_valid_until, updated_at = ember.require_now(p_now)
     WHERE id = p_fact;
-    PERFORM set_config('ember.validity_reason', '', true);
+    PERFORM set_config('ember.history_reason', '', true);
     RETURN jsonb_build_object('fact', p_fact, 'valid_from', v_from, 'valid_until', p_valid_until,
                               'was_from', f.valid_from, 'was_until', f.valid_until, 'reason', p_reason);
 END;
