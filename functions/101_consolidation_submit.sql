@@ -229,6 +229,16 @@ BEGIN
             v_ids := CASE WHEN v_err IS NULL
                           THEN ARRAY(SELECT (x #>> '{}')::bigint FROM jsonb_array_elements(a -> 'fact_ids') AS x)
                           ELSE '{}' END;
+            -- A doubt already waiting for a person is not queued twice: a low-frequency job sees
+            -- the same facts again until someone decides.
+            IF v_err IS NULL THEN
+                SELECT format('already waiting for review as action %s', q.id) INTO v_err
+                FROM ember.consolidation_actions AS q
+                WHERE q.status = 'flagged' AND q.review IS NULL AND q.action = a ->> 'action'
+                    AND q.fact_ids @> v_ids AND q.fact_ids <@ v_ids
+                    AND (a ->> 'action' = 'flag' OR (a ->> 'confidence')::numeric < v_min)
+                LIMIT 1;
+            END IF;
             v_state := CASE WHEN v_err IS NOT NULL THEN 'refused'
                             WHEN a ->> 'action' = 'flag' OR (a ->> 'confidence')::numeric < v_min THEN 'flagged'
                             ELSE 'applied' END;
@@ -286,5 +296,27 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'consolidation run % is not running under this lease', p_run USING ERRCODE = 'EM134';
     END IF;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.extend_consolidation_lease(
+    p_run bigint, p_lease_token uuid, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS timestamptz
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_until timestamptz;
+BEGIN
+    IF p_lease IS NULL OR p_lease <= interval '0' THEN
+        RAISE EXCEPTION 'a consolidation lease must be positive' USING ERRCODE = 'EM130';
+    END IF;
+    UPDATE ember.consolidation_runs SET lease_expires_at = ember.require_now(p_now) + p_lease
+    WHERE id = p_run AND lease_token = p_lease_token AND status = 'running' AND lease_expires_at > ember.require_now(p_now)
+    RETURNING lease_expires_at INTO v_until;
+    IF v_until IS NULL THEN
+        RAISE EXCEPTION 'consolidation run % is not running under this lease', p_run USING ERRCODE = 'EM134';
+    END IF;
+    RETURN v_until;
 END;
 $$;

@@ -217,6 +217,13 @@ FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%s, %s)"
 
 FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%s, %s)"
 
+# --- consolidation (issue 25) ---
+# The third pipeline: one claim, one forced tool call, one submit (functions/100_consolidation.sql).
+CLAIM_CONSOLIDATION: LiteralString = "SELECT ember.claim_consolidation_run(%s, %s)"
+SUBMIT_CONSOLIDATION: LiteralString = "SELECT ember.submit_consolidation_run(%s, %s, %s)"
+EXTEND_CONSOLIDATION_LEASE: LiteralString = "SELECT ember.extend_consolidation_lease(%s, %s, %s)"
+RELEASE_CONSOLIDATION: LiteralString = "SELECT ember.release_consolidation_run(%s, %s)"
+
 # --- cut-over (issue 25) ---
 # `ember cutover`: the dry run reads cutover_plan; the real call is cut_over or cutover_rollback,
 # whose answer carries the same plan fields.
