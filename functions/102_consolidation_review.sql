@@ -86,3 +86,51 @@ BEGIN
                               'reviewed_by', p_by, 'reviewed_at', p_now);
 END;
 $$;
+
+-- The review queue as the analyst sees it (ember compare's report): every queued item, waiting
+-- or decided (with who and when), its facts' texts cut to analyst_row_chars. An item naming a
+-- fact derived from a thread sealed since is left out: nothing of an isolated thread reaches the
+-- analyst.
+CREATE OR REPLACE FUNCTION ember.comparison_review_queue()
+RETURNS TABLE (
+    action_id bigint,
+    run_id bigint,
+    item text,
+    confidence numeric,
+    reason text,
+    facts jsonb,
+    review text,
+    reviewed_by text,
+    reviewed_at timestamptz,
+    created_at timestamptz
+)
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        a.id,
+        a.run_id,
+        CASE WHEN a.action = 'flag' THEN 'contradiction' ELSE 'low-confidence ' || a.action END,
+        a.confidence,
+        left(a.reason, ember.setting_int('analyst_row_chars')),
+        (
+            SELECT jsonb_agg(jsonb_build_object(
+                'id', f.id, 'status', f.status,
+                'text', left(f.text, ember.setting_int('analyst_row_chars'))
+            ) ORDER BY array_position(a.fact_ids, f.id))
+            FROM ember.facts AS f
+            WHERE f.id = any(a.fact_ids)
+        ),
+        a.review,
+        a.reviewed_by,
+        a.reviewed_at,
+        a.created_at
+    FROM ember.consolidation_actions AS a
+    WHERE
+        (a.status = 'flagged' OR a.review IS NOT NULL)
+        AND NOT EXISTS (
+            SELECT 1 FROM ember.facts AS f
+            CROSS JOIN LATERAL unnest(f.source_threads) AS s (thread_id)
+            WHERE f.id = any(a.fact_ids) AND ember.is_isolated(s.thread_id)
+        )
+    ORDER BY a.review IS NOT NULL, a.created_at, a.id
+$$;

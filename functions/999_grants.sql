@@ -158,6 +158,8 @@ BEGIN
             ('ember_analyst', 'comparison_cache_misses'),
             ('ember_analyst', 'comparison_explain_fact'),
             ('ember_analyst', 'comparison_explain_proposal'),
+            -- ember_analyst: the consolidation job's review queue in the report (102_consolidation_review.sql)
+            ('ember_analyst', 'comparison_review_queue'),
             -- ember_analyst: the results of `ember eval` (functions/096_eval_report.sql)
             ('ember_analyst', 'eval_runs_list'),
             ('ember_analyst', 'eval_summary'),

@@ -10,7 +10,9 @@ Lisbon (the older fact superseded, its validity closed), and a liking and a disl
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ import psycopg
 import pytest
 
 from ember.sim import Heuristic, SimServer
-from workerkit import WorkerProcess, host_on
+from workerkit import EMBER, WorkerProcess, host_on
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,3 +154,28 @@ def test_three_pipelines_in_one_worker_consolidate_across_threads(db: str, sim: 
         " FROM ember.consolidation_runs WHERE status = 'completed'",
     )[0]
     assert runs >= 1 and tokens > 0 and priced
+
+    # The queue is in `ember compare`'s report, and a decision is recorded with who and when.
+    def report() -> dict[str, Any]:
+        done = subprocess.run(
+            [EMBER, "compare", "--json"],
+            env={**os.environ, "DATABASE_URL": db},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return dict(json.loads(done.stdout))
+
+    queued = report()["review_queue"]
+    assert [(q["item"], q["review"]) for q in queued] == [("contradiction", None)]
+    assert any("jazz" in f["text"] for f in queued[0]["facts"])
+    _query(
+        db,
+        "SELECT ember.review_consolidation_action(%s, 'reject', 'ana', 'both hold at times')",
+        queued[0]["action_id"],
+    )
+    decided = report()["review_queue"]
+    assert [(q["review"], q["reviewed_by"]) for q in decided] == [("rejected", "ana")]
+    assert decided[0]["reviewed_at"] is not None
+    assert _query(db, "SELECT count(*) FROM ember.review_queue")[0][0] == 0

@@ -336,6 +336,8 @@ ORDER BY position
 """
 
 COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
+# The consolidation job's review queue, waiting and decided items (not windowed: a queue).
+COMPARISON_REVIEW_QUEUE: LiteralString = "SELECT * FROM ember.comparison_review_queue()"
 
 # Which life of the server a connection talks to: the postmaster's start changes on a restart,
 # the shared statistics' reset time on a crash recovery (which discards them).
