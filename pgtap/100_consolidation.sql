@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(43);
+SELECT plan(45);
 
 -- Facts are written by hand with their evidence, as a steward would have, across threads. Time:
 -- day 1 Berlin, day 2 Lisbon; the consolidation runs on day 3.
@@ -182,6 +182,11 @@ SELECT throws_ok(format('SELECT ember.review_consolidation_action(%s, %L, %L)', 
                  'accepting a held-back action runs the same checks, which may refuse it');
 SELECT ember.review_consolidation_action(:a_low, 'reject', 'ana', NULL, '2030-07-04 09:05+00');
 SELECT is((SELECT count(*)::int FROM ember.review_queue), 0, 'decided items leave the queue');
+SELECT is((SELECT array_agg(review || ' by ' || reviewed_by ORDER BY action_id) FROM ember.comparison_review_queue()),
+          ARRAY['accepted by ana', 'rejected by ana'], 'the analyst''s queue keeps decided items with who decided');
+UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'b';
+SELECT is((SELECT count(*)::int FROM ember.comparison_review_queue()), 0,
+          'an item naming a fact of a thread sealed since never reaches the analyst');
 
 -- Once a model is tagged for health, that group is read too.
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
