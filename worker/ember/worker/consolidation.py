@@ -21,6 +21,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ember import queries
+from ember.sqlstates import CONSOLIDATION_RUN_LOST
 from ember.tools import (
     CONSOLIDATION_TOOL,
     ToolInputError,
@@ -33,7 +34,7 @@ from ember.worker.pipeline import Context, Job
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
 MAX_TOKENS = 4096
 # Refusals that mean the run is no longer ours.
-LOST = ("EM131", "EM132", "EM133", "EM134")
+LOST = CONSOLIDATION_RUN_LOST
 
 
 @cache

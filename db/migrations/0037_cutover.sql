@@ -36,15 +36,20 @@ CREATE INDEX cutovers_active ON ember.cutovers (scope, scope_value) WHERE rolled
 -- What promotion did with each valid proposal of a cut-over scope: promoted (fact_id is the new
 -- fact), already-stated (fact_id is the active fact that states it), or refused (reason says
 -- which check failed). One row per proposal: a proposal is considered once.
+-- Keyed like the proposals it follows (distributed by thread_id: docs/operations.md,
+-- "Distribution by thread_id"), so its keys hold thread_id.
 CREATE TABLE ember.cutover_promotions (
-    proposal_id bigint PRIMARY KEY REFERENCES ember.shadow_proposals (id),
+    proposal_id bigint NOT NULL,
     cutover_id bigint NOT NULL REFERENCES ember.cutovers (id),
     thread_id text NOT NULL REFERENCES ember.threads (id),
-    shadow_run_id bigint NOT NULL REFERENCES ember.shadow_runs (id),
+    shadow_run_id bigint NOT NULL,
     outcome text NOT NULL CHECK (outcome IN ('promoted', 'already-stated', 'refused')),
     fact_id bigint REFERENCES ember.facts (id),
     reason text,
     at timestamptz NOT NULL,
+    PRIMARY KEY (proposal_id, thread_id),
+    FOREIGN KEY (proposal_id, thread_id) REFERENCES ember.shadow_proposals (id, thread_id),
+    FOREIGN KEY (shadow_run_id, thread_id) REFERENCES ember.shadow_runs (id, thread_id),
     CONSTRAINT promotion_outcome_shape CHECK (
         (outcome = 'refused') = (reason IS NOT NULL)
         AND (outcome = 'refused') = (fact_id IS NULL)
@@ -55,10 +60,12 @@ CREATE INDEX cutover_promotions_cutover ON ember.cutover_promotions (cutover_id,
 CREATE INDEX cutover_promotions_thread ON ember.cutover_promotions (thread_id);
 
 -- A fact written by promotion names its proposal, the shadow run and the cut-over; run_id (the
--- steward run) stays NULL, so whichever pipeline wrote a fact is one column away.
+-- steward run) stays NULL, so whichever pipeline wrote a fact is one column away. No foreign
+-- key to the proposal or the run: facts are a reference table and those are distributed, which
+-- Citus refuses; promotion reads the proposal it names first, and no proposal or run is deleted.
 ALTER TABLE ember.facts
-ADD COLUMN shadow_proposal_id bigint REFERENCES ember.shadow_proposals (id),
-ADD COLUMN shadow_run_id bigint REFERENCES ember.shadow_runs (id),
+ADD COLUMN shadow_proposal_id bigint,
+ADD COLUMN shadow_run_id bigint,
 ADD COLUMN cutover_id bigint REFERENCES ember.cutovers (id),
 ADD CONSTRAINT facts_one_writer CHECK (
     (cutover_id IS NULL) = (shadow_proposal_id IS NULL)
@@ -74,7 +81,8 @@ CREATE INDEX facts_cutover ON ember.facts (cutover_id) WHERE cutover_id IS NOT N
 CREATE TABLE ember.fact_confirmations (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     fact_id bigint NOT NULL REFERENCES ember.facts (id),
-    run_id bigint NOT NULL REFERENCES ember.steward_runs (id),
+    -- The steward run (no foreign key: a reference table may not point into a distributed one).
+    run_id bigint NOT NULL,
     evidence_kind text NOT NULL,
     evidence jsonb NOT NULL,
     at timestamptz NOT NULL
@@ -85,8 +93,8 @@ CREATE INDEX fact_confirmations_fact ON ember.fact_confirmations (fact_id);
 -- History names the promotion behind a write and the cut-over behind a rollback's retirement;
 -- 'confirmed' is the steward's confirmation of a fact it found already stated.
 ALTER TABLE ember.fact_history
-ADD COLUMN proposal_id bigint REFERENCES ember.shadow_proposals (id),
-ADD COLUMN shadow_run_id bigint REFERENCES ember.shadow_runs (id),
+ADD COLUMN proposal_id bigint,
+ADD COLUMN shadow_run_id bigint,
 ADD COLUMN cutover_id bigint REFERENCES ember.cutovers (id),
 DROP CONSTRAINT fact_history_change_check,
 ADD CONSTRAINT fact_history_change_check CHECK (
