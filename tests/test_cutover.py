@@ -224,3 +224,29 @@ def test_scopes_parse() -> None:
     assert parse_scope("all") == ("all", None)
     assert parse_scope("thread:trip") == ("thread", "trip")
     assert parse_scope("category:health") == ("category", "health")
+
+
+def test_the_rollback_text_says_what_goes_back_and_what_stays() -> None:
+    from ember.commands.cutover import describe
+
+    text = describe(
+        {
+            "action": "rollback",
+            "scope": "thread",
+            "value": "trip",
+            "cutover_id": 3,
+            "from_seq": 41,
+            "threads": ["trip"],
+            "rows_after_point": 5,
+            "facts_to_retire": [7, 9],
+            "facts_to_keep": [8],
+            "promotions": {"promoted": 3, "already_stated": 0, "refused": 1},
+            "comparison": {"facts": 4, "proposals": 6, "rejected_proposals": 1},
+        },
+        dry_run=True,
+    )
+    assert "rollback of thread:trip (cut-over 3)" in text
+    assert "read again from seq 41: 5 rows" in text
+    assert "2 would be retired [7, 9], 1 kept (the steward confirmed them) [8]" in text
+    assert "3 promoted, 0 already stated, 1 refused" in text
+    assert text.endswith("dry run: nothing was changed")
