@@ -107,6 +107,11 @@ BEGIN
             ('ember_worker', 'extend_steward_lease'),
             ('ember_worker', 'release_steward_run'),
             ('ember_worker', 'fail_steward_run'),
+            -- ember_worker: the consolidation pipeline (functions/100_consolidation.sql ..)
+            ('ember_worker', 'claim_consolidation_run'),
+            ('ember_worker', 'submit_consolidation_run'),
+            ('ember_worker', 'extend_consolidation_lease'),
+            ('ember_worker', 'release_consolidation_run'),
             ('ember_worker', 'search_memory'),
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),

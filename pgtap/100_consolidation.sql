@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(45);
+SELECT plan(47);
 
 -- Facts are written by hand with their evidence, as a steward would have, across threads. Time:
 -- day 1 Berlin, day 2 Lisbon; the consolidation runs on day 3.
@@ -202,6 +202,16 @@ SELECT ember.submit_consolidation_run(:r2, (SELECT lease_token FROM ember.consol
 SELECT is((SELECT (f.categories, f.source_threads)::text FROM ember.facts AS f
            WHERE f.id = (SELECT result_fact FROM ember.consolidation_actions WHERE run_id = :r2)),
           ('{health}'::text[], '{doc}'::text[])::text, 'a merge keeps the labels of what it merged');
+
+-- The worker's role may claim and submit; the host's may not.
+SET LOCAL ROLE ember_worker;
+SELECT lives_ok($$SELECT ember.claim_consolidation_run('w', '10 minutes', '2030-07-05 10:00+00')$$,
+                'the worker role may claim consolidation runs');
+RESET ROLE;
+SET LOCAL ROLE ember_host;
+SELECT throws_ok($$SELECT ember.claim_consolidation_run('w', '10 minutes')$$, '42501', NULL,
+                 'the host role may not');
+RESET ROLE;
 
 SELECT * FROM finish();
 ROLLBACK;
