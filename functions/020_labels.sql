@@ -317,7 +317,7 @@ CREATE OR REPLACE TRIGGER messages_stamp_labels
 BEFORE INSERT ON ember.messages
 FOR EACH ROW
 WHEN (
-    current_setting('ember.inserting_message', true) IS DISTINCT FROM 'labelled'
+    current_setting('ember.inserting_message', TRUE) IS DISTINCT FROM 'labelled'
     OR (new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id)
 )
 EXECUTE FUNCTION ember.messages_stamp_labels();

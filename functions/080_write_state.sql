@@ -138,4 +138,3 @@ AFTER INSERT OR UPDATE OF status ON ember.shadow_runs
 FOR EACH ROW
 WHEN (new.status = 'completed')
 EXECUTE FUNCTION ember.shadow_runs_note_progress();
-

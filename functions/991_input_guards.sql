@@ -110,9 +110,9 @@ CREATE OR REPLACE TRIGGER messages_arrival_guard
 BEFORE INSERT ON ember.messages
 FOR EACH ROW
 WHEN (
-    octet_length(new.content) > current_setting('ember.guard_max_message_bytes', true)::integer
-    OR length(new.tool_call_id) > current_setting('ember.guard_max_key_chars', true)::integer
-    OR length(new.tool_name) > current_setting('ember.guard_max_key_chars', true)::integer
+    octet_length(new.content) > current_setting('ember.guard_max_message_bytes', TRUE)::integer
+    OR length(new.tool_call_id) > current_setting('ember.guard_max_key_chars', TRUE)::integer
+    OR length(new.tool_name) > current_setting('ember.guard_max_key_chars', TRUE)::integer
 )
 EXECUTE FUNCTION ember.messages_arrival_guard();
 
