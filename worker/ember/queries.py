@@ -64,13 +64,11 @@ FROM ember.progress_board()
 
 # --- comparison ---
 
-# The candidates of a window, isolated threads already removed in SQL (semantic_candidates).
-SEMANTIC_CANDIDATES: LiteralString = (
-    "SELECT side, item_id, thread_id, text, categories FROM ember.semantic_candidates(%s, %s)"
-)
-ROUTE_LIGHT_MODEL: LiteralString = "SELECT ember.route_model('light', %s::text[])"
-SEMANTIC_SHORTLIST: LiteralString = (
-    "SELECT ember.semantic_shortlist(%s::bigint[], %s::bigint[], %s)"
+# The semantic judge's groups: candidates, grouping, skip reasons, routing, shortlist and the
+# message text are all decided in SQL (ember.semantic_groups); the worker only calls and submits.
+SEMANTIC_GROUPS: LiteralString = (
+    "SELECT categories, model, skipped, proposals, facts, content"
+    " FROM ember.semantic_groups(%s, %s, %s)"
 )
 SUBMIT_JUDGE_RUN: LiteralString = "SELECT ember.submit_judge_run(%s)"
 
@@ -122,7 +120,6 @@ HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%s)"
 MODEL_THINKING_RETENTION: LiteralString = (
     "SELECT thinking_retention FROM ember.models WHERE id = %s"
 )
-KNOWN_MODELS: LiteralString = "SELECT id FROM ember.models"
 
 # --- host API (issue 9: ember.host) ---
 HOST_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s)"

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries
+from ember import queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
 from ember.tools import steward_call_error, steward_tool_definitions
 from ember.worker.calls import create_message, describe_error, usage_of
@@ -32,8 +32,6 @@ from ember.worker.pipeline import Context, Job
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
 MAX_TOKENS = 4096
 CACHE = {"type": "ephemeral"}
-# Refusals that mean the run is no longer ours: stop, write nothing more.
-LOST = ("EM061", "EM062", "EM063", "EM064")
 EMBED_BATCH = 64
 
 log = logging.getLogger("ember.worker.steward")
@@ -135,7 +133,7 @@ class StewardPipeline:
         try:
             await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
         except psycopg.Error as exc:
-            if exc.sqlstate in LOST:
+            if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                 return False
             raise
         return True
@@ -144,7 +142,9 @@ class StewardPipeline:
         try:
             await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
         except psycopg.Error as exc:
-            if exc.sqlstate not in LOST:  # finished, or no longer ours: nothing to hand back
+            if (
+                exc.sqlstate not in sqlstates.STEWARD_RUN_LOST
+            ):  # finished, or no longer ours: nothing to hand back
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
@@ -217,7 +217,7 @@ class StewardPipeline:
                     },
                 )
             except psycopg.Error as exc:
-                if exc.sqlstate in LOST:
+                if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                     ctx.log.warning("step refused: %s", exc.diag.message_primary)
                     return None
                 raise
@@ -231,7 +231,7 @@ class StewardPipeline:
                     queries.FAIL_STEWARD, (job.run_id, job.lease_token, error, None, None)
                 )
             except psycopg.Error as exc:
-                if exc.sqlstate in LOST:
+                if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                     return "lost"
                 raise
         return "failed"
@@ -283,7 +283,9 @@ class StewardPipeline:
                         )
                         stored += 1
                     except psycopg.Error as exc:
-                        if exc.sqlstate != "EM067":  # another worker embedded it first
+                        if (
+                            exc.sqlstate != sqlstates.INVALID_EMBEDDING
+                        ):  # another worker embedded it first
                             raise
             if len(rows) < EMBED_BATCH or stored == before:
                 return stored
