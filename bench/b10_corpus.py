@@ -320,7 +320,8 @@ def _section(results: list[dict[str, Any]], concurrency: int) -> str:
     line("`claim_shadow_run` (ms)", "claim_shadow_ms", ".1f", 1.5)
     line("`claim_steward_run` (ms)", "claim_steward_ms", ".1f", 1.5)
     line("`steward_backlog_generations()` (ms)", "backlog_generations_ms", ".1f", 1.5)
-    line("count of the backlog (ms)", "backlog_count_ms", ".1f", 1.5)
+    # A count reads every row of the backlog: it is a scan, expected to grow with it.
+    line("count of the backlog, a scan (ms)", "backlog_count_ms", ".1f", None)
     line("shadow runs completed", "shadow_runs", ",d", None)
     line("shadow runs not completed", "shadow_other", ",d", None)
     line("steward runs completed", "steward_runs", ",d", None)
