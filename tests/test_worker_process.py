@@ -390,6 +390,7 @@ def test_an_imported_history_is_digested_without_waiting_for_idle_time(
 
     from ember.transfer import format_record, header_line, run_import
 
+    wsim.reset(responder="heuristic")
     prepare(db)
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("SELECT ember.ensure_steward_thread()")
