@@ -385,3 +385,15 @@ EVAL_TARGET_MEMORY: LiteralString = (
     "SELECT EXISTS (SELECT 1 FROM ember.threads), EXISTS (SELECT 1 FROM ember.facts)"
 )
 EVAL_TARGET_RUNS: LiteralString = "SELECT EXISTS (SELECT 1 FROM ember.eval_runs)"
+
+# The distribution plan (functions/004_distribution_plan.sql), rendered into docs/operations.md.
+DISTRIBUTION_PLAN: LiteralString = (
+    "SELECT table_name, role, distribution_column, why FROM ember.distribution_plan()"
+)
+DISTRIBUTION_HOT_PATH: LiteralString = (
+    "SELECT function_name, part, thread_argument, shard FROM ember.distribution_hot_path()"
+)
+DISTRIBUTION_EXCEPTIONS: LiteralString = (
+    "SELECT table_name, constraint_name, what_holds_it FROM ember.distribution_exceptions()"
+)
+DISTRIBUTION_COMMANDS: LiteralString = "SELECT * FROM ember.distribution_commands()"
