@@ -307,7 +307,8 @@ undigested AS MATERIALIZED (
 readable AS MATERIALIZED (
     SELECT
         u.id,
-        ember.is_label_carrier(u.id) AS carrier
+        ember.is_label_carrier(u.id) AS carrier,
+        ember.cutover_from_seq(u.id) AS cutover_from
     FROM undigested AS u
     CROSS JOIN viewer AS v
     WHERE
@@ -338,7 +339,9 @@ CROSS JOIN viewer AS v
 WHERE
     m.episode_id IS NULL
     AND g.labels <@ v.tags
-    AND (NOT r.carrier OR m.created_at > v.created_at);
+    AND (NOT r.carrier OR m.created_at > v.created_at)
+    -- A cut-over thread's tail is shadow's (024_cutover_scope.sql), not undigested work.
+    AND (r.cutover_from IS NULL OR m.seq <= r.cutover_from);
 
 -- Undigested work that waits for a tagged model, and why: the "says why" of invariant 9. One
 -- row per thread whose undigested rows are kept out of the backlog only by labels (never an
@@ -389,7 +392,8 @@ candidates AS MATERIALIZED (
     SELECT
         u.id,
         ember.is_label_carrier(u.id) AS carrier,
-        ember.hidden_reason_unchecked(v.id, u.id) AS hidden
+        ember.hidden_reason_unchecked(v.id, u.id) AS hidden,
+        ember.cutover_from_seq(u.id) AS cutover_from
     FROM undigested AS u
     CROSS JOIN viewer AS v
     WHERE
@@ -410,6 +414,7 @@ pending AS (
     WHERE
         m.episode_id IS NULL
         AND (NOT c.carrier OR m.created_at > v.created_at)
+        AND (c.cutover_from IS NULL OR m.seq <= c.cutover_from)
         AND NOT (c.hidden IS NULL AND g.labels <@ v.tags)
 )
 

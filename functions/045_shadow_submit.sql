@@ -1,6 +1,7 @@
 -- The single write procedure of the shadow pipeline (issue 4 item 11): the worker's outcome of
 -- one claimed run goes into the database here and nowhere else, in one transaction. It writes
--- the run row and shadow_proposals; never facts, never messages.episode_id (invariant 3).
+-- the run row and shadow_proposals; never messages.episode_id, and facts only through promotion
+-- in a cut-over scope (invariant 3), which a trigger on shadow_proposals does (098_cutover_promote.sql).
 
 -- The outcome envelope's first error, or NULL when it is well formed:
 --   {"status": "completed"|"failed", "error": text|null,

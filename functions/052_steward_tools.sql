@@ -208,6 +208,7 @@ $$;
 -- write_fact. A fact that an active one the steward may read already states (the same text once
 -- cleaned and normalised, ember.normalize_fact_text) is not written again: the answer names the
 -- fact that holds it, and the call is not an error, since what the model wanted is in memory.
+-- A promoted fact found so is confirmed by the steward (fact_confirmed, 097_cutover.sql).
 CREATE OR REPLACE FUNCTION ember.steward_write_fact(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
 RETURNS text
 LANGUAGE plpgsql
@@ -226,6 +227,7 @@ BEGIN
     ORDER BY f.id
     LIMIT 1;
     IF v_id IS NOT NULL THEN
+        PERFORM ember.fact_confirmed(v_id, p_run, p_input, p_now);
         RETURN format('fact %s already states this; nothing written', v_id);
     END IF;
     v_id := ember.steward_insert_fact(

@@ -21,13 +21,20 @@ DECLARE
 BEGIN
     -- The common case is a generation that already has rows: a plain update. Only a
     -- generation's first rows take the insert, which also asks for its read position.
+    --
+    -- The steward's own record is never read by shadow (shadow_excluded), so nothing would ever
+    -- move the read position of its generations: one per steward run would stay in the unread
+    -- set that tick() and work_status start from, for ever, growing with every run. Its rows are
+    -- counted read as they are written, so its generations never enter the set.
     UPDATE ember.generation_progress AS p SET
         last_seq = greatest(p.last_seq, n.last_seq),
         last_message_at = greatest(p.last_message_at, n.last_message_at),
+        read_seq = CASE WHEN n.steward THEN greatest(p.read_seq, p.last_seq, n.last_seq) ELSE p.read_seq END,
         undigested = p.undigested + n.undigested
     FROM (
         SELECT
             x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
+            ember.is_steward_thread(min(x.thread_id)) AS steward,
             (count(*) FILTER (WHERE x.episode_id IS NULL))::integer AS undigested
         FROM new_rows AS x GROUP BY x.generation_id
     ) AS n
@@ -43,7 +50,8 @@ BEGIN
             min(n.thread_id),
             max(n.seq),
             max(n.created_at),
-            ember.shadow_read_position(min(n.thread_id), n.generation_id),
+            CASE WHEN ember.is_steward_thread(min(n.thread_id)) THEN max(n.seq)
+                ELSE ember.shadow_read_position(min(n.thread_id), n.generation_id) END,
             (count(*) FILTER (WHERE n.episode_id IS NULL))::integer,
             NOT ember.is_steward_thread(min(n.thread_id)) AND NOT ember.is_isolated(min(n.thread_id)),
             coalesce((SELECT g.ended_at IS NOT NULL FROM ember.generations AS g WHERE g.id = n.generation_id), false)
@@ -52,6 +60,7 @@ BEGIN
         ON CONFLICT (generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at),
+            read_seq = greatest(p.read_seq, excluded.read_seq),
             undigested = p.undigested + excluded.undigested;
     END IF;
     RETURN NULL;

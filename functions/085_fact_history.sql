@@ -39,24 +39,48 @@ AS $$
 DECLARE
     v_forgetting bigint := ember.history_setting('ember.forgetting');
     v_run bigint := ember.history_setting('ember.run');
+    -- A cut-over's rollback (097_cutover.sql) names itself, so its retirements are not put on
+    -- whatever steward run happens to be running.
+    v_cutover bigint := ember.history_setting('ember.cutover');
+    -- The consolidation run and action applying a merge, supersede or retirement
+    -- (100_consolidation.sql), likewise.
+    v_consolidation bigint := ember.history_setting('ember.consolidation_run');
+    v_action bigint := ember.history_setting('ember.consolidation_action');
     v_change text;
+    -- A change of the fact's validity (099_fact_valid_time.sql), except its first setting from
+    -- the evidence just inserted, which is the fact's validity from its write on.
+    v_validity jsonb := CASE
+        WHEN tg_op = 'UPDATE' AND old.valid_from IS NOT NULL
+             AND (new.valid_from, new.valid_until) IS DISTINCT FROM (old.valid_from, old.valid_until)
+            THEN jsonb_build_object('from', new.valid_from, 'until', new.valid_until,
+                                    'was_from', old.valid_from, 'was_until', old.valid_until,
+                                    'superseded_by', new.superseded_by)
+    END;
 BEGIN
     IF tg_op = 'INSERT' THEN
+        -- A promoted fact names its proposal, shadow run and cut-over.
         INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, run_id,
-                                        forgetting_id)
+                                        forgetting_id, proposal_id, shadow_run_id, cutover_id, validity,
+                                        consolidation_run_id, consolidation_action_id)
         VALUES (new.id, new.created_at, 'written', new.status, new.merged_into, new.retired_reason,
-                coalesce(v_run, new.run_id), v_forgetting);
+                coalesce(v_run, new.run_id), v_forgetting, new.shadow_proposal_id, new.shadow_run_id,
+                new.cutover_id,
+                CASE WHEN new.valid_from IS NOT NULL
+                     THEN jsonb_build_object('from', new.valid_from, 'until', new.valid_until) END,
+                coalesce(v_consolidation, new.consolidation_run_id), v_action);
         RETURN NULL;
     END IF;
 
     IF new.status = 'retired' AND new.text IS NULL AND old.text IS NOT NULL THEN
         v_change := 'forgotten';
+    ELSIF new.status = 'superseded' AND old.status <> 'superseded' THEN
+        v_change := 'superseded';
     ELSIF new.status = 'merged' AND (old.status <> 'merged' OR old.merged_into IS DISTINCT FROM new.merged_into) THEN
         v_change := 'merged';
         v_run := coalesce(v_run, (SELECT t.run_id FROM ember.facts AS t WHERE t.id = new.merged_into));
     ELSIF new.status = 'retired' AND (old.status <> 'retired' OR old.retired_reason IS DISTINCT FROM new.retired_reason) THEN
         v_change := 'retired';
-        IF v_forgetting IS NULL THEN
+        IF v_forgetting IS NULL AND v_cutover IS NULL AND v_consolidation IS NULL THEN
             v_run := coalesce(v_run, ember.running_steward_run());
         END IF;
     ELSIF new.embedding IS DISTINCT FROM old.embedding AND new.text IS NOT NULL THEN
@@ -64,12 +88,15 @@ BEGIN
         IF v_forgetting IS NULL THEN
             v_run := coalesce(v_run, ember.running_steward_run());
         END IF;
+    ELSIF v_validity IS NOT NULL THEN
+        v_change := 'validity-changed';
     ELSE
         RETURN NULL;
     END IF;
 
     INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
-                                    forgetting_id)
+                                    forgetting_id, cutover_id, validity, consolidation_run_id,
+                                    consolidation_action_id)
     VALUES (
         -- The writer's time when it set one (the steward passes its p_now), else the clock.
         new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
@@ -77,8 +104,11 @@ BEGIN
         -- A merge keeps where it went in merged_into; a retirement by forgetting says which
         -- status the fact left, since its merge target (if any) is cleared by the retirement.
         CASE WHEN v_change = 'forgotten' THEN 'was ' || old.status
-                  || coalesce(' (merged into fact ' || old.merged_into || ')', '') END,
-        v_run, v_forgetting
+                  || coalesce(' (merged into fact ' || old.merged_into || ')', '')
+             -- The reason a writer gave for the change (set_fact_validity, a consolidation action)
+             -- in the transaction-local setting ember.history_reason.
+             ELSE nullif(current_setting('ember.history_reason', true), '') END,
+        v_run, v_forgetting, v_cutover, v_validity, v_consolidation, v_action
     );
     RETURN NULL;
 END;
@@ -188,48 +218,4 @@ CREATE OR REPLACE TRIGGER fact_evidence_not_forgotten
 BEFORE INSERT OR UPDATE ON ember.fact_evidence
 FOR EACH ROW EXECUTE FUNCTION ember.fact_evidence_not_forgotten();
 
--- What Ember believed at p_at: the facts active at that moment, with the evidence they had then
--- (today's pointers plus those removed after p_at). The text is the fact's own: a fact forgotten
--- since has text NULL and forgotten true, since the history never held its text.
-CREATE OR REPLACE FUNCTION ember.facts_as_of(p_at timestamptz)
-RETURNS TABLE (
-    fact_id bigint,
-    text text,
-    evidence_kind text,
-    categories text[],
-    evidence jsonb,
-    written_at timestamptz,
-    forgotten boolean
-)
-LANGUAGE sql STABLE
-AS $$
-    SELECT f.id, f.text, f.evidence_kind, f.categories,
-        coalesce((
-            SELECT jsonb_agg(p.pointer ORDER BY p.ord)
-            FROM (
-                SELECT e.ordinal::bigint AS ord,
-                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
-                         ELSE jsonb_build_object('generation_id', e.generation_id) END AS pointer
-                FROM ember.fact_evidence AS e WHERE e.fact_id = f.id
-                UNION ALL
-                SELECT 1000000 + r.ordinality, r.value
-                FROM ember.fact_history AS h2
-                CROSS JOIN LATERAL jsonb_array_elements(h2.evidence_removed) WITH ORDINALITY AS r (value, ordinality)
-                WHERE h2.fact_id = f.id AND h2.change = 'evidence-shrunk' AND h2.at > p_at
-            ) AS p
-        ), '[]'::jsonb),
-        w.at,
-        f.text IS NULL
-    FROM ember.facts AS f
-    INNER JOIN LATERAL (
-        SELECT h.at FROM ember.fact_history AS h
-        WHERE h.fact_id = f.id AND h.change = 'written'
-        ORDER BY h.id LIMIT 1
-    ) AS w ON w.at <= p_at
-    INNER JOIN LATERAL (
-        SELECT h.status FROM ember.fact_history AS h
-        WHERE h.fact_id = f.id AND h.at <= p_at
-        ORDER BY h.at DESC, h.id DESC LIMIT 1
-    ) AS s ON s.status = 'active'
-    ORDER BY f.id
-$$;
+-- facts_as_of, on both time axes, is in 099_fact_valid_time.sql.

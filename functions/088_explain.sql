@@ -102,10 +102,26 @@ BEGIN
             'retired_reason', f.retired_reason, 'forgotten', f.text IS NULL,
             'created_at', f.created_at, 'updated_at', f.updated_at
         ),
+        -- Both time axes: when the fact was true as its evidence says (valid), and when Ember
+        -- learned and last changed it (recorded; every change is in history below).
+        'valid', jsonb_build_object('from', f.valid_from, 'until', f.valid_until,
+                                    'superseded_by', f.superseded_by),
+        'recorded', jsonb_build_object(
+            'written_at', (SELECT h.at FROM ember.fact_history AS h
+                           WHERE h.fact_id = f.id AND h.change = 'written' ORDER BY h.id LIMIT 1),
+            'last_changed_at', (SELECT max(h.at) FROM ember.fact_history AS h WHERE h.fact_id = f.id)
+        ),
         'evidence_kind', f.evidence_kind,
         'evidence', v_evidence,
         'acceptance', v_acceptance,
         'run', ember.explain_run(f.run_id),
+        -- A fact shadow wrote through a cut-over: the proposal, its run and the cut-over.
+        'promotion', CASE WHEN f.cutover_id IS NOT NULL THEN jsonb_build_object(
+            'proposal', f.shadow_proposal_id, 'shadow_run', f.shadow_run_id, 'cutover', f.cutover_id,
+            'confirmed_by_steward', (SELECT coalesce(jsonb_agg(jsonb_build_object('run', k.run_id, 'at', k.at)
+                                                               ORDER BY k.id), '[]')
+                                     FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
+        ) END,
         -- Facts merged into this one, from the history (a source forgotten since has left its
         -- merge link there, and its text nowhere).
         'merged_from', coalesce((
@@ -122,6 +138,8 @@ BEGIN
                 'at', h.at, 'change', h.change, 'status', h.status, 'merged_into', h.merged_into,
                 'retired_reason', h.retired_reason, 'detail', h.detail,
                 'evidence_removed', h.evidence_removed, 'run', h.run_id,
+                'proposal', h.proposal_id, 'shadow_run', h.shadow_run_id, 'cutover', h.cutover_id,
+                'validity', h.validity,
                 'forgetting', CASE WHEN fg.id IS NOT NULL THEN
                     jsonb_build_object('id', fg.id, 'reason', fg.reason, 'scope', fg.scope,
                                        'thread', fg.thread_id) END

@@ -108,6 +108,11 @@ BEGIN
             ('ember_worker', 'extend_steward_lease'),
             ('ember_worker', 'release_steward_run'),
             ('ember_worker', 'fail_steward_run'),
+            -- ember_worker: the consolidation pipeline (functions/100_consolidation.sql ..)
+            ('ember_worker', 'claim_consolidation_run'),
+            ('ember_worker', 'submit_consolidation_run'),
+            ('ember_worker', 'extend_consolidation_lease'),
+            ('ember_worker', 'release_consolidation_run'),
             ('ember_worker', 'search_memory'),
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),
@@ -158,6 +163,8 @@ BEGIN
             ('ember_analyst', 'comparison_cache_misses'),
             ('ember_analyst', 'comparison_explain_fact'),
             ('ember_analyst', 'comparison_explain_proposal'),
+            -- ember_analyst: the consolidation job's review queue in the report (102_consolidation_review.sql)
+            ('ember_analyst', 'comparison_review_queue'),
             -- ember_analyst: the results of `ember eval` (functions/096_eval_report.sql)
             ('ember_analyst', 'eval_runs_list'),
             ('ember_analyst', 'eval_summary'),

@@ -321,7 +321,8 @@ SELECT throws_ok(pg_temp.submit_sql(:r8, pg_temp.token(:r8), pg_temp.outcome('co
 SELECT ok(pg_temp.untouched(:r8), 'the refused submit left nothing behind');
 
 -- ---------------------------------------------------------------------------------------------
--- Shadow never writes facts and never touches episode_id.
+-- Shadow never touches episode_id, and writes facts only through promotion in a cut-over scope:
+-- with none active, it writes none (pgtap/097_cutover.sql tests the promotion).
 SELECT is((SELECT count(*)::int FROM ember.facts), 0, 'after every submit, facts is still empty');
 SELECT is((SELECT count(*)::int FROM ember.fact_evidence), 0, 'and so is fact_evidence');
 SELECT is((SELECT count(*)::int FROM ember.messages AS m LEFT JOIN episodes_before AS b USING (id)

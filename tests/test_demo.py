@@ -240,3 +240,27 @@ def test_the_corpus_is_an_import_file(db: str) -> None:
     assert result.rejected == []
     assert result.written
     assert (result.threads, result.messages) == (len(corpus.threads), len(corpus.messages))
+
+
+def test_the_demo_cuts_a_thread_over_and_resolves_a_contradiction(demo: dict[str, Any]) -> None:
+    with psycopg.connect(demo["url"]) as conn:
+        (scope, promoted, steward_read_tail) = conn.execute(
+            "SELECT c.scope || ':' || c.scope_value,"
+            " (SELECT count(*) FROM ember.cutover_promotions AS p"
+            "  WHERE p.cutover_id = c.id AND p.outcome = 'promoted'),"
+            " (SELECT count(*) FROM ember.messages AS m WHERE m.thread_id = c.scope_value"
+            "  AND m.seq > c.from_seq AND m.episode_id IS NOT NULL)"
+            " FROM ember.cutovers AS c"
+        ).fetchone()  # type: ignore[misc]
+        superseded = conn.execute(
+            "SELECT o.text, n.text, n.cutover_id IS NOT NULL, o.valid_until = n.valid_from"
+            " FROM ember.facts AS o JOIN ember.facts AS n ON n.id = o.superseded_by"
+        ).fetchall()
+    assert scope == "thread:trip-lisbon"
+    assert promoted >= 1, "shadow's proposal about the thread's new row became a fact"
+    assert steward_read_tail == 0, "the steward read nothing of the thread after the point"
+    assert len(superseded) == 1
+    old, new, promoted_fact, closed = superseded[0]
+    assert "Berlin" in old and "Lisbon" in new and promoted_fact and closed
+    assert "cut-over of trip-lisbon:" in demo["stdout"]
+    assert "contradiction resolved:" in demo["stdout"] and "Berlin" in demo["stdout"]

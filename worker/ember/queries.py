@@ -175,7 +175,12 @@ IMPORT_STAGE: LiteralString = (
     "CREATE TEMP TABLE import_lines (lineno integer PRIMARY KEY, line text NOT NULL) ON COMMIT DROP"
 )
 IMPORT_COPY: LiteralString = "COPY import_lines (lineno, line) FROM STDIN"
-IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s)"
+IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s, %s)"
+IMPORT_KNOWN: LiteralString = "SELECT ember.import_known(%s)"
+# The tables an import writes to, analyzed after it commits.
+IMPORT_ANALYZE: LiteralString = (
+    "ANALYZE ember.threads, ember.generations, ember.messages, ember.generation_progress"
+)
 EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"
 
 # --- operations: migration status and the worker's start-up check ---
@@ -218,6 +223,20 @@ FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%s, %s)"
 
 FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%s, %s)"
 
+# --- consolidation (issue 25) ---
+# The third pipeline: one claim, one forced tool call, one submit (functions/100_consolidation.sql).
+CLAIM_CONSOLIDATION: LiteralString = "SELECT ember.claim_consolidation_run(%s, %s)"
+SUBMIT_CONSOLIDATION: LiteralString = "SELECT ember.submit_consolidation_run(%s, %s, %s)"
+EXTEND_CONSOLIDATION_LEASE: LiteralString = "SELECT ember.extend_consolidation_lease(%s, %s, %s)"
+RELEASE_CONSOLIDATION: LiteralString = "SELECT ember.release_consolidation_run(%s, %s)"
+
+# --- cut-over (issue 25) ---
+# `ember cutover`: the dry run reads cutover_plan; the real call is cut_over or cutover_rollback,
+# whose answer carries the same plan fields.
+CUTOVER_PLAN: LiteralString = "SELECT ember.cutover_plan(%s, %s, %s)"
+CUT_OVER: LiteralString = "SELECT ember.cut_over(%s, %s, %s, %s)"
+CUTOVER_ROLLBACK: LiteralString = "SELECT ember.cutover_rollback(%s, %s, %s)"
+
 # --- demo (issue 16) ---
 # `ember demo` plays its corpus through the host API with the injected clock's time (the last
 # parameter of each call), then watches the worker through read-only counts.
@@ -246,6 +265,32 @@ UPDATE ember.models SET tags = array_append(tags, %(category)s)
 WHERE id = %(model)s AND NOT (%(category)s = ANY (tags))
 """
 DEMO_TAGGED_MODELS: LiteralString = "SELECT id FROM ember.models WHERE %s = ANY (tags)"
+# The demo's cut-over of one thread (issue 25): the dry run's numbers, then the cut-over itself.
+DEMO_CUTOVER_PLAN: LiteralString = "SELECT ember.cutover_plan('thread', %s)"
+DEMO_CUT_OVER: LiteralString = "SELECT ember.cut_over('thread', %s, 'ember demo', %s)"
+# The demo consolidates whenever its facts change, not every six hours.
+DEMO_CONSOLIDATE_OFTEN: LiteralString = (
+    "SELECT ember.set_setting('consolidation_interval', '0 seconds')"
+)
+# Consolidation has caught up: no group is due and no run is out.
+DEMO_CONSOLIDATION_SETTLED: LiteralString = """
+SELECT NOT EXISTS (SELECT 1 FROM ember.consolidation_groups() WHERE due)
+    AND NOT EXISTS (SELECT 1 FROM ember.consolidation_runs WHERE status = 'running')
+"""
+# What the cut-over did: promotions by outcome, and the supersedes consolidation applied.
+DEMO_PROMOTIONS: LiteralString = """
+SELECT CASE WHEN outcome = 'refused' AND reason LIKE '%%the steward reads%%' THEN 'before the point'
+            ELSE outcome END, count(*)
+FROM ember.cutover_promotions WHERE thread_id = %s GROUP BY 1
+"""
+DEMO_SUPERSEDES: LiteralString = """
+SELECT o.text, n.text, n.cutover_id IS NOT NULL, a.reason
+FROM ember.consolidation_actions AS a
+INNER JOIN ember.facts AS o ON o.id = a.fact_ids[1]
+INNER JOIN ember.facts AS n ON n.id = a.fact_ids[2]
+WHERE a.action = 'supersede' AND a.status = 'applied'
+ORDER BY a.id
+"""
 DEMO_WAITING: LiteralString = (
     "SELECT thread_id, waiting_for FROM ember.shadow_ready() WHERE model IS NULL"
 )
@@ -323,6 +368,8 @@ ORDER BY position
 """
 
 COMPARISON_CACHE_MISSES: LiteralString = "SELECT * FROM ember.comparison_cache_misses(%s, %s)"
+# The consolidation job's review queue, waiting and decided items (not windowed: a queue).
+COMPARISON_REVIEW_QUEUE: LiteralString = "SELECT * FROM ember.comparison_review_queue()"
 
 # Which life of the server a connection talks to: the postmaster's start changes on a restart,
 # the shared statistics' reset time on a crash recovery (which discards them).

@@ -309,3 +309,55 @@ def eval_judge_tool() -> dict[str, Any]:
         "description": (EvalVerdict.__doc__ or "").strip(),
         "input_schema": EvalVerdict.model_json_schema(),
     }
+
+
+# --- consolidation (issue 25) ---
+# One tool, forced: the model lists its actions on the facts it was shown, by their ids. The
+# database checks each action again (functions/101_consolidation_submit.sql); this only refuses
+# what is not an action at all.
+
+CONSOLIDATION_TOOL = "consolidate_facts"
+
+
+class ConsolidationAction(BaseModel):
+    """One action on the facts shown."""
+
+    model_config = ConfigDict(extra="forbid")
+    action: Literal["merge", "supersede", "retire", "flag"]
+    fact_ids: Annotated[
+        list[Annotated[int, Field(ge=1)]],
+        Field(
+            min_length=1,
+            description="merge: the facts to merge; supersede: [older, newer]; retire: [fact]; "
+            "flag: the facts in doubt",
+        ),
+    ]
+    text: Annotated[
+        str | None, Field(default=None, description="merge only: the merged fact's text")
+    ] = None
+    reason: Annotated[str, Field(min_length=1, description="why, in one sentence")]
+    confidence: Annotated[float, Field(ge=0, le=1, description="how sure, from 0 to 1")]
+
+
+class Consolidation(BaseModel):
+    """The actions to take on the facts shown; an empty list when nothing needs doing."""
+
+    model_config = ConfigDict(extra="forbid")
+    actions: list[ConsolidationAction]
+
+
+def consolidation_tool() -> dict[str, Any]:
+    return {
+        "name": CONSOLIDATION_TOOL,
+        "description": (Consolidation.__doc__ or "").strip(),
+        "input_schema": Consolidation.model_json_schema(),
+    }
+
+
+def parse_consolidation(tool_input: Any) -> list[dict[str, Any]]:
+    """The actions of one tool call, validated; ToolInputError when the input is not the tool's."""
+    try:
+        parsed = Consolidation.model_validate(tool_input)
+    except ValidationError as exc:
+        raise ToolInputError(f"consolidate_facts input refused: {exc.errors()[0]['msg']}") from exc
+    return [a.model_dump(exclude_none=True) for a in parsed.actions]

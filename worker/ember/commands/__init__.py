@@ -22,6 +22,7 @@ MODULES = (
     "status",
     "settings",
     "forget",
+    "cutover",
     "search",
     "mcp",
     "models",

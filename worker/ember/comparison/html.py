@@ -20,6 +20,7 @@ from ember.comparison.report import (
     CACHE_MISS_COLUMNS,
     NOT_JUDGED,
     PATH_ROWS,
+    REVIEW_COLUMNS,
     SECTIONS,
     SUMMARY_ROWS,
     Report,
@@ -30,6 +31,7 @@ from ember.comparison.report import (
     excluded_line,
     fmt,
     path_figure,
+    review_rows,
     summary_figure,
     window_label,
 )
@@ -536,6 +538,12 @@ read.</p>
 <p class="note">Why shadow runs did not read the prompt cache: the API's cache diagnostics
 where a hot run asked for them, or why a run went cold.</p>
 {_table(list(CACHE_MISS_COLUMNS), cache_miss_rows(report), {4, 5})}
+</section>
+<section id="sec-review"><h2>Review queue</h2>
+<p class="note">What the consolidation job left to a person: contradictions it flagged, and
+merges, supersedes and retirements below its confidence threshold. Decide with
+ember.review_consolidation_action(action, accept or reject, who).</p>
+{_table(list(REVIEW_COLUMNS), review_rows(report), {0, 2})}
 </section>
 {drill}
 {"".join(sections)}

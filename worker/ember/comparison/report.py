@@ -159,6 +159,8 @@ class Report:
     items: dict[tuple[str, int], Row] = field(default_factory=dict)
     rows_per_section: int = DEFAULT_ROWS
     cache_misses: list[Row] = field(default_factory=list)
+    # The consolidation job's review queue: contradictions and low-confidence actions.
+    review: list[Row] = field(default_factory=list)
 
     @property
     def judged(self) -> bool:
@@ -196,6 +198,7 @@ class Report:
                     for key, s in self.sections.items()
                 },
                 "cache_misses": self.cache_misses,
+                "review_queue": self.review,
                 "notes": {
                     "coverage": "exact, evidence and semantic coverage are separate measures, "
                     "never added up; evidence neighbours are not semantic coverage; semantic "
@@ -283,6 +286,7 @@ def collect(
         by_thread=list(conn.execute(queries.COMPARISON_BY_THREAD, window)),
         rows_per_section=rows_per_section,
         cache_misses=list(conn.execute(queries.COMPARISON_CACHE_MISSES, window)),
+        review=list(conn.execute(queries.COMPARISON_REVIEW_QUEUE)),
     )
     items = list(conn.execute(queries.COMPARISON_ITEMS, window))
     report.items = {(r["item"], r["item_id"]): r for r in items}
@@ -602,6 +606,7 @@ def print_tables(report: Report, console: Printer) -> None:
         quality.add_row("no evidence in this window", "", "", "")
     console.print(quality)
     print_cache_misses(report, console)
+    print_review_queue(report, console)
     console.print(
         "The rows behind each number: ember compare --html FILE, ember compare --json, or in "
         "psql ember.comparison_items, ember.comparison_item_evidence, ember.comparison_run_list; "
@@ -628,6 +633,34 @@ def print_cache_misses(report: Report, console: Printer) -> None:
 
 
 CACHE_MISS_COLUMNS = ("path", "model", "reason", "source", "runs", "missed tokens")
+REVIEW_COLUMNS = ("action", "item", "confidence", "facts", "reason", "decided")
+
+
+def review_rows(report: Report) -> list[list[str]]:
+    """The review queue, one row per item: waiting ones first, decided ones with who and when."""
+    rows = []
+    for r in report.review:
+        facts = "; ".join(f"F{f['id']} ({f['status']}) {f['text']}" for f in r["facts"] or [])
+        decided = (
+            f"{r['review']} by {r['reviewed_by']} at {_when(r['reviewed_at'])}"
+            if r["review"]
+            else "waiting"
+        )
+        rows.append(
+            [fmt(r["action_id"]), r["item"], fmt(r["confidence"]), facts, r["reason"], decided]
+        )
+    return rows
+
+
+def print_review_queue(report: Report, console: Printer) -> None:
+    queue = Table(title="Review queue (consolidation: contradictions and low-confidence actions)")
+    for col in REVIEW_COLUMNS:
+        queue.add_column(col, justify="right" if col in ("action", "confidence") else "left")
+    for row in review_rows(report):
+        queue.add_row(*row)
+    if not report.review:
+        queue.add_row("", "nothing waits for a person", "", "", "", "")
+    console.print(queue)
 
 
 def to_json(report: Report) -> str:

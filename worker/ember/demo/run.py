@@ -325,14 +325,17 @@ class Demo:
             self.conn = conn
             runtime = self.setup_and_play()
             self.start_worker()
+            self.cut_over()
             self.interrupt(runtime)
             self.tag_light_model()
             self.drain()
+            self.settle_consolidation()
             self.stop_worker()
             self.display.step("ember compare --semantic: the judge pairs what both sides said")
             with environment(self.env), contextlib.redirect_stdout(None):
                 ember_cli(["compare", "--semantic"])
             self.figures = collect_figures(conn, runtime, sim, self.corpus)
+            self.figures["cutover"] = self.cutover_figures()
 
     def setup_and_play(self) -> Runtime:
         conn, cat, corpus = self.conn, self.corpus.category, self.corpus
@@ -340,6 +343,7 @@ class Demo:
         # The host's own model for the health thread may read it; the light model, not yet.
         conn.execute(queries.DEMO_TAG_MODEL, {"category": cat.name, "model": cat.host_model})
         conn.execute(queries.DEMO_ACTIVATE_SHADOW, (self.clock.at(corpus.start),))
+        conn.execute(queries.DEMO_CONSOLIDATE_OFTEN)
         runtime = Runtime(
             conn, corpus, self.clock, self.sim.base_url, self.host_script, self.display.say
         )
@@ -356,16 +360,52 @@ class Demo:
         return runtime
 
     def start_worker(self) -> None:
-        self.display.step("starting ember worker (shadow and steward) as a sidecar")
+        self.display.step("starting ember worker (shadow, steward, consolidation) as a sidecar")
         self.log = (self.out / "worker.log").open("wb")
         self.worker = subprocess.Popen(
-            [*ember_command(), "worker", "--pipelines", "shadow,steward", "--name", "demo-worker",
+            [*ember_command(), "worker", "--pipelines", "shadow,steward,consolidation",
+             "--name", "demo-worker",
              "--log-format", "json", "--poll-interval", "1", "--tick-interval", "2",
              "--concurrency", "4", "--grace", "5"],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         for thread, why in self.conn.execute(queries.DEMO_WAITING).fetchall():
             self.display.say(f"{thread} waits: {why}")
+
+    def cut_over(self) -> None:
+        """One thread switches from the steward to shadow before the rest of the corpus is typed:
+        its new rows become facts through promotion, the steward reads it no further."""
+        thread = CUTOVER_THREAD
+        if thread not in {t["id"] for t in self.corpus.threads}:
+            return
+        plan = _scalar(self.conn, queries.DEMO_CUTOVER_PLAN, (thread,)) or {}
+        c = plan.get("comparison") or {}
+        self.display.step(f"ember cutover --scope thread:{thread}: shadow takes the thread over")
+        self.display.say(
+            f"{thread} so far: {c.get('facts')} steward facts, {c.get('proposals')} shadow "
+            f"proposals, evidence coverage {_share(c.get('evidence_coverage'))}; the steward "
+            f"still digests its {plan.get('steward_rows_to_digest')} rows before the point"
+        )
+        made = _scalar(self.conn, queries.DEMO_CUT_OVER, (thread, "the demo's switch")) or {}
+        self.cutover_plan = {**plan, "cutover_id": made.get("cutover_id")}
+        self.display.say(f"{thread}: cut over from seq {made.get('from_seq')} on")
+
+    def settle_consolidation(self) -> None:
+        self.display.step("consolidation: merges, supersedes and flags across threads")
+        if not wait_for(lambda: bool(_scalar(self.conn, queries.DEMO_CONSOLIDATION_SETTLED)), 60):
+            self.display.say("consolidation still had work after 60 s")
+
+    def cutover_figures(self) -> dict[str, Any]:
+        plan = getattr(self, "cutover_plan", None)
+        if plan is None:
+            return {}
+        return {
+            "thread": CUTOVER_THREAD,
+            "plan": plan,
+            "promotions": dict(self.conn.execute(queries.DEMO_PROMOTIONS, (CUTOVER_THREAD,))),
+            "after": _scalar(self.conn, queries.DEMO_CUTOVER_PLAN, (CUTOVER_THREAD,)) or {},
+            "supersedes": [tuple(r) for r in self.conn.execute(queries.DEMO_SUPERSEDES)],
+        }
 
     def interrupt(self, runtime: Runtime) -> None:
         """The user types in a thread while its shadow turn is running; the rest of the
@@ -473,6 +513,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 SIM_LOG = "sim-requests.jsonl"
+# The thread the demo cuts over to shadow: its user says where they live before and after the
+# corpus's "now", so the cut-over and the consolidation's supersede meet in it.
+CUTOVER_THREAD = "trip-lisbon"
+
+
+def _share(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.0%}"
 
 
 def collect_figures(
@@ -543,6 +590,26 @@ def summarize(figures: dict[str, Any], use_sim: bool, corpus: Corpus, seconds: f
         print(
             "search: full text only (the optional embedder is not installed; "
             "`make embedder` adds vector search, about 1 GB)"
+        )
+    cut = figures.get("cutover") or {}
+    if cut:
+        promoted = cut["promotions"]
+        before = cut["plan"].get("comparison") or {}
+        after = cut["after"].get("comparison") or {}
+        print(
+            f"cut-over of {cut['thread']}: {promoted.get('promoted', 0)} proposals promoted to"
+            f" facts, {promoted.get('already-stated', 0)} already stated,"
+            f" {promoted.get('before the point', 0)} left to the steward (they cite rows from"
+            f" before the cut-over), {promoted.get('refused', 0)} refused by its checks;"
+            f" the thread's comparison at the switch: {before.get('facts')} steward facts,"
+            f" {before.get('proposals')} proposals; at the end: {after.get('facts')} steward"
+            f" facts, {after.get('proposals')} proposals, evidence coverage"
+            f" {_share(after.get('evidence_coverage'))}"
+        )
+    for old, new, promoted_fact, reason in cut.get("supersedes", []):
+        print(
+            f"contradiction resolved: {old!r} superseded by {new!r}"
+            f"{' (a promoted fact)' if promoted_fact else ''}: {reason}"
         )
     print(f"demo time: {seconds:.0f} s")
     if use_sim:

@@ -591,6 +591,99 @@ def judge_answer(body: Mapping[str, Any]) -> Reply:
     return Reply.tool_use(JUDGE_TOOL, {"pairs": pairs})
 
 
+# --- the consolidation job's tool (issue 25) ----------------------------------------------
+# The rule-based stand-in for the light model that consolidates facts: it merges facts that say
+# the same once their writer's label ("User preference: ") is set aside, supersedes an older
+# place of living by a newer one (a user who moved from Berlin to Lisbon), and flags a liking
+# and a dislike of the same thing for a person, at a confidence below the threshold.
+
+CONSOLIDATION_TOOL = "consolidate_facts"
+CONSOLIDATION_LINE = re.compile(
+    r"^F(?P<id>\d+) \[(?P<kind>[^\]]+)\] evidence (?P<first>\S*) \.\. (?P<last>\S*),"
+    r" threads [^:]*: (?P<text>\".*\")$"
+)
+PLACE = re.compile(
+    r"\b(?:live|lives|living|moved|moving|relocated|based)\s+(?:in|to)\s+(?P<place>[A-Z][\w-]+)"
+)
+LIKING = re.compile(r"\b(?:like|likes|love|loves|enjoy|enjoys)\s+(?P<thing>\w+)", re.IGNORECASE)
+DISLIKE = re.compile(
+    r"\b(?:hate|hates|dislike|dislikes|don't like|do not like)\s+(?P<thing>\w+)", re.IGNORECASE
+)
+
+
+def _fact_key(text: str) -> str:
+    text = LABEL_PREFIX.sub("", text).lower()
+    text = re.sub(r"^(?:the user|user|i)\s+", "", text)
+    return " ".join(re.findall(r"\w+", text))
+
+
+def consolidation_answer(body: Mapping[str, Any]) -> Reply:
+    facts: list[dict[str, Any]] = []
+    for message in body.get("messages") or []:
+        for line in _message_text(message.get("content")).splitlines():
+            match = CONSOLIDATION_LINE.match(line.strip())
+            if match:
+                facts.append(
+                    {
+                        "id": int(match["id"]),
+                        "kind": match["kind"],
+                        "first": match["first"],
+                        "last": match["last"],
+                        "text": json.loads(match["text"]),
+                    }
+                )
+    actions: list[dict[str, Any]] = []
+    used: set[int] = set()
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for fact in facts:
+        groups.setdefault((fact["kind"], _fact_key(fact["text"])), []).append(fact)
+    for same in groups.values():
+        if len(same) > 1:
+            ids = [f["id"] for f in same]
+            used.update(ids)
+            actions.append(
+                {
+                    "action": "merge",
+                    "fact_ids": ids,
+                    "text": same[0]["text"],
+                    "reason": "these facts state the same thing",
+                    "confidence": 0.95,
+                }
+            )
+    places = [
+        (f, m["place"])
+        for f in facts
+        if f["id"] not in used
+        for m in [PLACE.search(f["text"])]
+        if m
+    ]
+    places.sort(key=lambda p: (p[0]["last"], p[0]["id"]))
+    for (older, here), (newer, there) in itertools.pairwise(places):
+        if here != there:
+            actions.append(
+                {
+                    "action": "supersede",
+                    "fact_ids": [older["id"], newer["id"]],
+                    "reason": f"the user moved from {here} to {there}",
+                    "confidence": 0.9,
+                }
+            )
+    likes = {m["thing"].lower(): f for f in facts for m in [LIKING.search(f["text"])] if m}
+    for fact in facts:
+        m = DISLIKE.search(fact["text"])
+        if m and m["thing"].lower() in likes:
+            other = likes[m["thing"].lower()]
+            actions.append(
+                {
+                    "action": "flag",
+                    "fact_ids": [other["id"], fact["id"]],
+                    "reason": f"likes and dislikes {m['thing'].lower()}: which holds?",
+                    "confidence": 0.4,
+                }
+            )
+    return Reply.tool_use(CONSOLIDATION_TOOL, {"actions": actions})
+
+
 # --- ember eval's answer and judge tools ------------------------------------------------
 
 EVAL_ANSWER_TOOL = "answer_question"
@@ -734,6 +827,8 @@ class Heuristic:
             return steward_answer(request.body)
         if SHADOW_TOOL not in names and JUDGE_TOOL in names:
             return judge_answer(request.body)
+        if SHADOW_TOOL not in names and CONSOLIDATION_TOOL in names:
+            return consolidation_answer(request.body)
         if SHADOW_TOOL not in names and EVAL_ANSWER_TOOL in names:
             return eval_answer(request.body)
         if SHADOW_TOOL not in names and EVAL_JUDGE_TOOL in names:
@@ -760,7 +855,9 @@ def is_memory_request(request: SimRequest) -> bool:
     choice = body.get("tool_choice") or {}
     if choice.get("type") == "tool" and choice.get("name") == SHADOW_TOOL:
         return True  # the cold reader forces the shadow tool on its own request
-    if SHADOW_TOOL not in names and (set(STEWARD_TOOLS) <= names or JUDGE_TOOL in names):
+    if SHADOW_TOOL not in names and (
+        set(STEWARD_TOOLS) <= names or JUDGE_TOOL in names or CONSOLIDATION_TOOL in names
+    ):
         return True
     messages = body.get("messages") or []
     last = messages[-1] if messages else {}

@@ -3,8 +3,8 @@
 Not a language model. It drives the steward's tools the way a careful steward would, in two
 rounds: first it searches memory and writes a fact for every statement the heuristic extractor
 finds in the backlog rows (`propose_facts`), then it finishes through the last row it was shown.
-A request that offers the shadow tool is answered by the heuristic responder, so one server can
-serve a worker running both pipelines.
+A request that offers the shadow tool or the consolidation tool is answered by the heuristic
+responder, so one server can serve a worker running all three pipelines.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .responders import Heuristic, Outcome, Reply, SimRequest, new_tool_use_id, 
 from .responders import propose_facts as _propose_facts
 
 SHADOW_TOOL = "shadow_memory_propose"
+CONSOLIDATION_TOOL = "consolidate_facts"
 
 
 def _call(name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +30,7 @@ class StewardStandIn:
         self._heuristic = Heuristic()
 
     async def respond(self, request: SimRequest) -> Outcome:
-        if SHADOW_TOOL in request.tool_names:
+        if SHADOW_TOOL in request.tool_names or CONSOLIDATION_TOOL in request.tool_names:
             return await self._heuristic.respond(request)
         self.requests.append(request.body)
         first = request.body["messages"][0]["content"]

@@ -28,6 +28,7 @@ from ember.commands.base import EXIT_MIGRATIONS
 from ember.modelaccess import ConfigError
 from ember.servererror import server_terminated
 from ember.worker import idle
+from ember.worker.consolidation import ConsolidationPipeline
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
 from ember.worker.shadow import ShadowPipeline
@@ -36,7 +37,10 @@ log = logging.getLogger("ember.worker")
 
 
 def available_pipelines() -> dict[str, Callable[[], Pipeline]]:
-    found: dict[str, Callable[[], Pipeline]] = {"shadow": ShadowPipeline}
+    found: dict[str, Callable[[], Pipeline]] = {
+        "shadow": ShadowPipeline,
+        "consolidation": ConsolidationPipeline,
+    }
     try:  # the steward pipeline lives in its own module once it exists
         from ember.worker import steward  # type: ignore[attr-defined,unused-ignore]
     except ImportError:

@@ -1,4 +1,4 @@
-"""B10: claims and submits against bare PostgreSQL doing the same job, in the same database.
+"""B11: claims and submits against bare PostgreSQL doing the same job, in the same database.
 
 - claim_shadow_run with 200, 2,000 and 20,000 threads ready, against a bare claim over a
   same-sized queue table: `UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED LIMIT 1)
@@ -11,7 +11,7 @@
 Targets (issue 21): claim <= 5x bare at each size and 20,000 / 200 <= 1.5; steward claim with no
 work <= 1 ms; submit <= 5 ms and 1M / 10k <= 1.5.
 
-    .venv/bin/python bench/b10_claims.py [--samples 21]
+    .venv/bin/python bench/b11_claims.py [--samples 21]
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def main() -> int:
     claims: dict[int, tuple[float, float]] = {}
     claim_server: dict[int, tuple[float, int]] = {}
     bare_server: dict[int, tuple[float, int]] = {}
-    with scratch_database("ember_bench_b10") as url, psycopg.connect(url) as conn:
+    with scratch_database("ember_bench_b11") as url, psycopg.connect(url) as conn:
         with conn.transaction():
             conn.execute("SELECT ember.create_thread('main', 'main')")
             conn.execute("SELECT ember.ensure_steward_thread()")
@@ -222,7 +222,7 @@ def main() -> int:
             claim_server[size] = server_figures(conn, EMBER_CLAIM)
             bare_server[size] = server_figures(conn, BARE_CLAIM)
             print(
-                f"B10 claim, {size:>6} ready: claim_shadow_run {claims[size][0]:.3f} ms, "
+                f"B11 claim, {size:>6} ready: claim_shadow_run {claims[size][0]:.3f} ms, "
                 f"bare {claims[size][1]:.3f} ms, {claims[size][0] / claims[size][1]:.2f}x; "
                 f"in the server {claim_server[size][0]:.3f} / {bare_server[size][0]:.3f} ms, "
                 f"{claim_server[size][1]} / {bare_server[size][1]} buffers"
@@ -234,7 +234,7 @@ def main() -> int:
         has_work = conn.execute("SELECT ember.steward_has_work()").fetchone()[0]  # type: ignore[index]
         assert not has_work
         print(
-            f"B10 claim_steward_run, no steward work, {SIZES[-1]} fresh threads: {steward:.3f} ms"
+            f"B11 claim_steward_run, no steward work, {SIZES[-1]} fresh threads: {steward:.3f} ms"
             f" ({steward_server[0]:.3f} ms in the server, {steward_server[1]} buffers)"
         )
 
@@ -262,7 +262,7 @@ def main() -> int:
             submits[label] = statistics.median(times)
             submit_server[label] = server_figures(conn, submit_sql, (run_id, token, outcome))
             print(
-                f"B10 submit_shadow_run, {have:,} messages: {submits[label]:.3f} ms"
+                f"B11 submit_shadow_run, {have:,} messages: {submits[label]:.3f} ms"
                 f" ({submit_server[label][0]:.3f} ms in the server,"
                 f" {submit_server[label][1]} buffers)"
             )
@@ -280,7 +280,7 @@ def main() -> int:
     growth = claims[SIZES[-1]][0] / claims[SIZES[0]][0]
     sub_ratio = submits["1M"] / submits["10k"]
     lines = [
-        "## B10: claims and submits against bare PostgreSQL",
+        "## B11: claims and submits against bare PostgreSQL",
         "",
         f"Load average {load0[0]:.2f} at the start, {load1[0]:.2f} at the end. Medians of "
         f"{samples} samples, each statement in its own rolled-back transaction, the Ember and "
@@ -310,8 +310,8 @@ def main() -> int:
         "```",
         "",
     ]
-    write_section("b10", "\n".join(lines))
-    print(f"B10 claim growth {growth:.2f}; submit 1M/10k {sub_ratio:.2f}")
+    write_section("b11", "\n".join(lines))
+    print(f"B11 claim growth {growth:.2f}; submit 1M/10k {sub_ratio:.2f}")
     _ = dt
     return 0
 

@@ -1,0 +1,263 @@
+BEGIN;
+SELECT plan(9);
+
+-- A random schedule of appends, cut-overs, rollbacks, steward wakes and shadow passes, checked
+-- after every step against an oracle that knows only the rule: a row belongs to shadow when an
+-- active cut-over of its scope was made before the row existed. The schedule is seeded, so a
+-- failure replays; the seed and the step are in the violation's text.
+
+SELECT ember.define_category('travel');
+SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-04-01 08:00+00');
+SELECT ember.ensure_steward_thread('2030-04-01 08:00+00');
+SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('b', 'side', 'B', 'travel', 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:00+00');
+UPDATE ember.models SET tags = '{travel}' WHERE id = 'claude-haiku-4-5';
+SELECT ember.shadow_activate('2030-04-01 08:30+00');
+
+CREATE TEMP TABLE oracle_cuts (id serial, scope text, value text, from_seq bigint, active boolean);
+CREATE TEMP TABLE violations (step integer, what text);
+CREATE TEMP TABLE digests (message_id bigint, by_run bigint);
+CREATE TEMP TABLE counts (what text PRIMARY KEY, n integer DEFAULT 0);
+INSERT INTO counts (what) VALUES ('append'), ('cut-over'), ('refused-overlap'), ('rollback'), ('steward-wake'),
+    ('shadow-run');
+
+CREATE FUNCTION pg_temp.bump(p_what text) RETURNS void LANGUAGE sql AS $$
+    UPDATE counts SET n = n + 1 WHERE what = p_what
+$$;
+
+CREATE FUNCTION pg_temp.category(p_thread text) RETURNS text LANGUAGE sql AS $$
+    SELECT CASE WHEN p_thread = 'b' THEN 'travel' END
+$$;
+
+-- The oracle: is this row shadow's now?
+CREATE FUNCTION pg_temp.oracle_shadow(p_thread text, p_seq bigint) RETURNS boolean LANGUAGE sql AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM oracle_cuts AS o
+        WHERE o.active AND p_seq > o.from_seq
+            AND (o.scope = 'all' OR (o.scope = 'thread' AND o.value = p_thread)
+                 OR (o.scope = 'category' AND o.value = pg_temp.category(p_thread)))
+    )
+$$;
+
+CREATE FUNCTION pg_temp.oracle_overlaps(p_scope text, p_value text) RETURNS boolean LANGUAGE sql AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM oracle_cuts AS o
+        WHERE o.active AND (o.scope = 'all' OR p_scope = 'all' OR (o.scope = p_scope AND o.value = p_value)
+                            OR (o.scope = 'category' AND p_scope = 'thread' AND o.value = pg_temp.category(p_value))
+                            OR (o.scope = 'thread' AND p_scope = 'category' AND pg_temp.category(o.value) = p_value))
+    )
+$$;
+
+CREATE FUNCTION pg_temp.violation(p_step integer, p_what text) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO violations VALUES (p_step, p_what)
+$$;
+
+-- The checks that hold after every step.
+CREATE FUNCTION pg_temp.check_state(p_step integer) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_bad bigint[];
+BEGIN
+    -- The steward's backlog is exactly the undigested rows the oracle gives the steward.
+    v_bad := ARRAY(
+        (SELECT m.id FROM ember.messages AS m
+         WHERE m.thread_id IN ('a', 'b', 'c') AND m.episode_id IS NULL AND NOT pg_temp.oracle_shadow(m.thread_id, m.seq)
+         EXCEPT SELECT b.id FROM ember.backlog AS b WHERE b.thread_id IN ('a', 'b', 'c'))
+        UNION ALL
+        (SELECT b.id FROM ember.backlog AS b WHERE b.thread_id IN ('a', 'b', 'c')
+         EXCEPT SELECT m.id FROM ember.messages AS m
+         WHERE m.thread_id IN ('a', 'b', 'c') AND m.episode_id IS NULL AND NOT pg_temp.oracle_shadow(m.thread_id, m.seq))
+    );
+    IF cardinality(v_bad) > 0 THEN
+        PERFORM pg_temp.violation(p_step, format('backlog differs from the oracle on rows %s', v_bad));
+    END IF;
+    -- No row is held both by the steward's digestion and by an active promoted fact.
+    v_bad := ARRAY(
+        SELECT e.message_id FROM ember.fact_evidence AS e
+        INNER JOIN ember.facts AS f ON f.id = e.fact_id
+        INNER JOIN ember.messages AS m ON m.id = e.message_id
+        WHERE f.cutover_id IS NOT NULL AND f.status = 'active' AND m.episode_id IS NOT NULL
+    );
+    IF cardinality(v_bad) > 0 THEN
+        PERFORM pg_temp.violation(p_step, format('rows digested by both pipelines: %s', v_bad));
+    END IF;
+    -- Every active promoted fact cites only rows the oracle gives shadow.
+    v_bad := ARRAY(
+        SELECT e.message_id FROM ember.fact_evidence AS e
+        INNER JOIN ember.facts AS f ON f.id = e.fact_id
+        INNER JOIN ember.messages AS m ON m.id = e.message_id
+        WHERE f.cutover_id IS NOT NULL AND f.status = 'active' AND NOT pg_temp.oracle_shadow(m.thread_id, m.seq)
+    );
+    IF cardinality(v_bad) > 0 THEN
+        PERFORM pg_temp.violation(p_step, format('promoted facts cite rows that are not shadow''s: %s', v_bad));
+    END IF;
+END;
+$$;
+
+-- One steward wake: claim, check what it reads, finish through its last row.
+CREATE FUNCTION pg_temp.steward_wake(p_step integer, p_now timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    v_plan jsonb;
+    v_run bigint;
+    v_bad bigint[];
+BEGIN
+    v_plan := ember.claim_steward_run('w', '10 minutes', p_now);
+    IF v_plan IS NULL THEN
+        RETURN false;
+    END IF;
+    v_run := (v_plan ->> 'run_id')::bigint;
+    v_bad := ARRAY(
+        SELECT m.id FROM ember.steward_runs AS r CROSS JOIN unnest(r.read_message_ids) AS i
+        INNER JOIN ember.messages AS m ON m.id = i
+        WHERE r.id = v_run AND (pg_temp.oracle_shadow(m.thread_id, m.seq) OR m.episode_id IS NOT NULL)
+    );
+    IF cardinality(v_bad) > 0 THEN
+        PERFORM pg_temp.violation(p_step, format('the steward read shadow''s or digested rows %s', v_bad));
+    END IF;
+    PERFORM ember.steward_step(v_run, (v_plan ->> 'lease_token')::uuid,
+        jsonb_build_object('content', jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'f' || v_run,
+            'name', 'finish', 'input', jsonb_build_object('through_message_id', (v_plan ->> 'last_message_id')::bigint)))),
+        '{}', 10, p_now + interval '1 minute');
+    INSERT INTO digests SELECT m.id, v_run FROM ember.messages AS m
+    WHERE m.episode_id = (SELECT episode_id FROM ember.steward_runs WHERE id = v_run);
+    PERFORM pg_temp.bump('steward-wake');
+    RETURN true;
+END;
+$$;
+
+-- Shadow reads every thread with unread rows and proposes one fact per user row it read.
+CREATE FUNCTION pg_temp.shadow_pass(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_thread text;
+    v_plan jsonb;
+    r ember.shadow_runs;
+BEGIN
+    FOREACH v_thread IN ARRAY ARRAY['a', 'b', 'c'] LOOP
+        PERFORM ember.shadow_memory_changed(v_thread, 'idle-or-ended', p_now);
+    END LOOP;
+    LOOP
+        v_plan := ember.claim_shadow_run('test-worker', '10 minutes', p_now);
+        EXIT WHEN v_plan IS NULL;
+        SELECT * INTO r FROM ember.shadow_runs WHERE id = (v_plan ->> 'run_id')::bigint;
+        PERFORM ember.submit_shadow_run(r.id, r.lease_token, jsonb_build_object(
+            'status', 'completed', 'error', NULL,
+            'usage', jsonb_build_object('input_tokens', 10, 'cache_read_input_tokens', 0,
+                'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 5),
+            'latency_ms', 10, 'finished_at', p_now + interval '1 minute',
+            'proposals', coalesce((
+                SELECT jsonb_agg(jsonb_build_object('text', 'Row ' || m.id || ' says ' || m.content,
+                    'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id', m.id)))
+                    ORDER BY m.seq)
+                FROM ember.messages AS m
+                WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq AND m.seq <= r.through_seq
+                    AND m.role = 'user'
+            ), '[]')));
+        PERFORM pg_temp.bump('shadow-run');
+    END LOOP;
+END;
+$$;
+
+CREATE FUNCTION pg_temp.run_schedule(p_seed double precision, p_steps integer) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_now timestamptz := '2030-04-01 09:00+00';
+    v_roll double precision;
+    v_scope text;
+    v_value text;
+    v_threads text[] := ARRAY['a', 'b', 'c'];
+    v_cut jsonb;
+    o record;
+BEGIN
+    PERFORM setseed(p_seed);
+    FOR v_step IN 1 .. p_steps LOOP
+        v_now := v_now + interval '30 minutes';
+        v_roll := random();
+        IF v_roll < 0.40 THEN
+            FOR i IN 1 .. 1 + floor(random() * 3)::integer LOOP
+                PERFORM ember.append_message(v_threads[1 + floor(random() * 3)::integer], 'user',
+                                             'note ' || v_step || '.' || i, p_now => v_now);
+                PERFORM pg_temp.bump('append');
+            END LOOP;
+        ELSIF v_roll < 0.55 THEN
+            v_scope := (ARRAY['thread', 'thread', 'thread', 'category', 'all'])[1 + floor(random() * 5)::integer];
+            v_value := CASE v_scope WHEN 'thread' THEN v_threads[1 + floor(random() * 3)::integer]
+                                    WHEN 'category' THEN 'travel' END;
+            IF pg_temp.oracle_overlaps(v_scope, v_value) THEN
+                BEGIN
+                    PERFORM ember.cut_over(v_scope, v_value, 'schedule', NULL, v_now);
+                    PERFORM pg_temp.violation(v_step, format('cut-over of %s %s overlaps, yet was made', v_scope, v_value));
+                EXCEPTION WHEN SQLSTATE 'EM122' THEN
+                    PERFORM pg_temp.bump('refused-overlap');
+                END;
+            ELSE
+                v_cut := ember.cut_over(v_scope, v_value, 'schedule', NULL, v_now);
+                INSERT INTO oracle_cuts (scope, value, from_seq, active)
+                VALUES (v_scope, v_value, (SELECT coalesce(max(seq), 0) FROM ember.messages), true);
+                IF (v_cut ->> 'from_seq')::bigint <> (SELECT coalesce(max(seq), 0) FROM ember.messages) THEN
+                    PERFORM pg_temp.violation(v_step, 'the cut-over''s point is not the last row');
+                END IF;
+                PERFORM pg_temp.bump('cut-over');
+            END IF;
+        ELSIF v_roll < 0.68 THEN
+            SELECT * INTO o FROM oracle_cuts WHERE active ORDER BY random() LIMIT 1;
+            IF FOUND THEN
+                PERFORM ember.cutover_rollback(o.scope, o.value, 'schedule', v_now);
+                UPDATE oracle_cuts SET active = false WHERE id = o.id;
+                PERFORM pg_temp.bump('rollback');
+            END IF;
+        ELSIF v_roll < 0.85 THEN
+            PERFORM pg_temp.steward_wake(v_step, v_now);
+        ELSE
+            PERFORM pg_temp.shadow_pass(v_now);
+        END IF;
+        PERFORM pg_temp.check_state(v_step);
+    END LOOP;
+END;
+$$;
+
+SELECT pg_temp.run_schedule(0.31, 120);
+
+SELECT is((SELECT string_agg(step || ': ' || what, '; ') FROM violations), NULL,
+          'across 120 random steps, the backlog is always the oracle''s, and no row is held by both pipelines');
+SELECT ok((SELECT bool_and(n > 0) FROM counts)
+          AND EXISTS (SELECT 1 FROM ember.cutover_promotions WHERE outcome = 'promoted'),
+          'the schedule exercised appends, cut-overs, overlap refusals, rollbacks, wakes, shadow runs and promotions');
+SELECT is((SELECT count(*)::int FROM (SELECT message_id FROM digests GROUP BY message_id HAVING count(*) > 1) AS d), 0,
+          'no row was digested by the steward twice');
+
+-- Shadow catches up: every row the oracle gives shadow is covered by an active promoted fact.
+-- (Whatever the schedule left, one cut-over is active here and rows arrived after it.)
+CREATE FUNCTION pg_temp.ensure_active(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM oracle_cuts WHERE active) THEN
+        PERFORM ember.cut_over('all', NULL, 'schedule', NULL, p_now);
+        INSERT INTO oracle_cuts (scope, value, from_seq, active)
+        VALUES ('all', NULL, (SELECT max(seq) FROM ember.messages), true);
+    END IF;
+    PERFORM ember.append_message(t, 'user', 'late note', p_now => p_now) FROM unnest(ARRAY['a', 'b', 'c']) AS t;
+END;
+$$;
+SELECT pg_temp.ensure_active('2030-05-01 08:00+00');
+SELECT pg_temp.shadow_pass('2030-05-01 09:00+00');
+SELECT is((SELECT count(*)::int FROM ember.messages AS m
+           WHERE m.thread_id IN ('a', 'b', 'c') AND pg_temp.oracle_shadow(m.thread_id, m.seq)
+             AND NOT EXISTS (SELECT 1 FROM ember.fact_evidence AS e JOIN ember.facts AS f ON f.id = e.fact_id
+                             WHERE e.message_id = m.id AND f.status = 'active' AND f.cutover_id IS NOT NULL)), 0,
+          'nothing is skipped on shadow''s side: each of its rows is behind an active promoted fact');
+SELECT ok((SELECT count(*) > 0 FROM ember.messages AS m
+           WHERE m.thread_id IN ('a', 'b', 'c') AND pg_temp.oracle_shadow(m.thread_id, m.seq)),
+          'and shadow holds rows at that point');
+
+-- Everything rolled back, the steward catches up: every row digested once, no promoted fact left.
+SELECT ember.cutover_rollback(o.scope, o.value, 'schedule', '2030-05-01 10:00+00') FROM oracle_cuts AS o WHERE o.active;
+UPDATE oracle_cuts SET active = false;
+SELECT pg_temp.steward_wake(0, '2030-05-01 11:00+00'::timestamptz + n * interval '1 hour') FROM generate_series(1, 10) AS n;
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id IN ('a', 'b', 'c') AND episode_id IS NULL), 0,
+          'after the last rollback the steward digests every row: nothing was skipped');
+SELECT is((SELECT count(*)::int FROM digests), (SELECT count(*)::int FROM ember.messages WHERE thread_id IN ('a', 'b', 'c')),
+          'and each exactly once');
+SELECT is((SELECT count(*)::int FROM ember.facts WHERE cutover_id IS NOT NULL AND status = 'active'), 0,
+          'no promoted fact is left active (the steward confirmed none)');
+SELECT is((SELECT count(*)::int FROM violations), 0, 'and the checks held through the catch-up');
+
+SELECT * FROM finish();
+ROLLBACK;

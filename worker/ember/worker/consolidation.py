@@ -1,0 +1,166 @@
+"""The consolidation pipeline: a light model reads one label-safe group of active facts across
+threads and proposes merges, supersedes, retirements and flags (issue 25; the seeds' 「整理组」).
+
+SQL decides everything around the call: which group is due (at most once per
+`consolidation_interval`, only after its facts changed), which model may read it (tagged for all
+its labels), and whether each action holds (functions/101_consolidation_submit.sql). Here the plan
+becomes one request with prompts/consolidation.md and one forced tool, and the answer one outcome
+for ember.submit_consolidation_run. A failed call is submitted as a failed run: nothing changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ember import queries
+from ember.sqlstates import CONSOLIDATION_RUN_LOST
+from ember.tools import (
+    CONSOLIDATION_TOOL,
+    ToolInputError,
+    consolidation_tool,
+    parse_consolidation,
+)
+from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.pipeline import Context, Job
+
+PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
+MAX_TOKENS = 4096
+# Refusals that mean the run is no longer ours.
+LOST = CONSOLIDATION_RUN_LOST
+
+
+@cache
+def consolidation_prompt() -> str:
+    return (PROMPTS / "consolidation.md").read_text(encoding="utf-8").strip()
+
+
+def consolidation_request(model: str, content: str) -> dict[str, Any]:
+    return {
+        "model": model,
+        "max_tokens": MAX_TOKENS,
+        "system": [{"type": "text", "text": consolidation_prompt()}],
+        "tools": [consolidation_tool()],
+        "tool_choice": {"type": "tool", "name": CONSOLIDATION_TOOL},
+        "messages": [{"role": "user", "content": content}],
+    }
+
+
+def actions_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The actions of the response's consolidate_facts calls; ToolInputError when malformed."""
+    found: list[dict[str, Any]] = []
+    for block in response.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            if block.get("name") != CONSOLIDATION_TOOL:
+                raise ToolInputError(f"unexpected tool {block.get('name')!r}")
+            found += parse_consolidation(block.get("input"))
+    return found
+
+
+class ConsolidationPipeline:
+    """Claims consolidation runs and carries each out in one model call."""
+
+    name = "consolidation"
+
+    async def claim(
+        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
+    ) -> Job | None:
+        cur = await conn.execute(queries.CLAIM_CONSOLIDATION, (worker_name, lease))
+        row = await cur.fetchone()
+        plan = row[0] if row else None
+        if not plan:
+            return None
+        return Job(
+            pipeline=self.name,
+            run_id=int(plan["run_id"]),
+            lease_token=str(plan["lease_token"]),
+            thread_id=str(plan["thread_id"]),
+            plan=plan,
+        )
+
+    async def extend_lease(
+        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
+    ) -> bool:
+        try:
+            await conn.execute(
+                queries.EXTEND_CONSOLIDATION_LEASE, (job.run_id, job.lease_token, lease)
+            )
+        except psycopg.Error as exc:
+            if exc.sqlstate in LOST:
+                return False
+            raise
+        return True
+
+    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
+        try:
+            await conn.execute(queries.RELEASE_CONSOLIDATION, (job.run_id, job.lease_token))
+        except psycopg.Error as exc:
+            if exc.sqlstate not in LOST:
+                raise
+
+    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
+        return False  # nothing cancels a consolidation run; shutdown releases it
+
+    async def execute(self, job: Job, ctx: Context) -> None:
+        model = str(job.plan["model"])
+        started = time.monotonic()
+        usage: dict[str, int] = {}
+        try:
+            response = await create_message(
+                ctx.client, consolidation_request(model, str(job.plan["content"]))
+            )
+            usage = usage_of(response)
+            ctx.observe_call(
+                pipeline=self.name,
+                model=model,
+                seconds=time.monotonic() - started,
+                usage=usage,
+            )
+            outcome = self._outcome("completed", None, usage, started, actions_of(response))
+        except asyncio.CancelledError:
+            raise
+        except ToolInputError as exc:
+            outcome = self._outcome("failed", str(exc), usage, started, [])
+        except Exception as exc:  # any SDK or transport error: the run fails, nothing changes
+            outcome = self._outcome("failed", describe_error(exc), usage, started, [])
+        status = await self._submit(job, ctx, outcome)
+        ctx.observe_run(pipeline=self.name, path="consolidation", model=model, status=status)
+        ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
+
+    @staticmethod
+    def _outcome(
+        status: str,
+        error: str | None,
+        usage: dict[str, int],
+        started: float,
+        actions: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        return {
+            "status": status,
+            "error": error,
+            "usage": usage,
+            "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
+            "finished_at": datetime.now(UTC).isoformat(),
+            "actions": actions,
+        }
+
+    async def _submit(self, job: Job, ctx: Context, outcome: dict[str, Any]) -> str:
+        async with ctx.connection() as conn:
+            try:
+                cur = await conn.execute(
+                    queries.SUBMIT_CONSOLIDATION, (job.run_id, job.lease_token, Jsonb(outcome))
+                )
+            except psycopg.Error as exc:
+                if exc.sqlstate in LOST:
+                    ctx.log.warning("outcome refused: %s", exc.diag.message_primary)
+                    return "lost"
+                raise
+            row = await cur.fetchone()
+        return str(row[0]["status"]) if row else "lost"
