@@ -131,6 +131,7 @@ BEGIN
             -- ember_worker: why nothing is happening, and the hot path's cache check.
             ('ember_worker', 'work_status'),
             ('ember_worker', 'hot_cache_shortfall'),
+            ('ember_worker', 'model_thinking_retention'),
             -- Every role: which migrations and functions the database runs, for the start-up
             -- check each command makes (names and digests only).
             ('ember_host', 'schema_state'),

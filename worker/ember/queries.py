@@ -119,10 +119,8 @@ RELEASE_SHADOW: LiteralString = "SELECT ember.release_shadow_run(%s, %s)"
 SHADOW_CANCEL_REQUESTED: LiteralString = "SELECT ember.shadow_run_cancel_requested(%s)"
 # NULL unless the completed hot run read too little of its prefix from the cache (issue 22).
 HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%s)"
-MODEL_THINKING_RETENTION: LiteralString = (
-    "SELECT thinking_retention FROM ember.models WHERE id = %s"
-)
-KNOWN_MODELS: LiteralString = "SELECT id FROM ember.models"
+# Through a granted function: ember_worker may read no table (functions/097_worker_reads.sql).
+MODEL_THINKING_RETENTION: LiteralString = "SELECT ember.model_thinking_retention(%s)"
 
 # --- host API (issue 9: ember.host) ---
 HOST_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s)"

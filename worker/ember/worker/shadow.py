@@ -269,7 +269,7 @@ class ShadowPipeline:
             async with ctx.connection() as conn:
                 cur = await conn.execute(queries.MODEL_THINKING_RETENTION, (model,))
                 row = await cur.fetchone()
-            self._retention[model] = str(row[0]) if row else "all"
+            self._retention[model] = str(row[0]) if row and row[0] is not None else "all"
         return self._retention[model] == "last-turn"
 
     async def execute(self, job: Job, ctx: Context) -> None:
