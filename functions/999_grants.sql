@@ -58,6 +58,9 @@ BEGIN
             ('ember_host', 'set_thread_status'),
             ('ember_host', 'set_thread_model'),
             ('ember_host', 'ensure_steward_thread'),
+            -- ember_host: what README tells the host to call once, and sealing a thread.
+            ('ember_host', 'shadow_activate'),
+            ('ember_host', 'seal_thread'),
             ('ember_host', 'note_prefix'),
             ('ember_host', 'turn_started'),
             ('ember_host', 'turn_ended'),

@@ -134,6 +134,7 @@ HOST_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, %s)"
 HOST_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s)"
 HOST_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s)"
 HOST_SET_THREAD_STATUS: LiteralString = "SELECT ember.set_thread_status(%s, %s)"
+HOST_SEAL_THREAD: LiteralString = "SELECT ember.seal_thread(%s)"
 HOST_SETUP: LiteralString = "SELECT step, changed, detail FROM ember.setup(%s::jsonb, %s, %s, %s)"
 HOST_CALL_MODEL: LiteralString = "SELECT ember.thread_call_model(%s)"
 
