@@ -223,10 +223,11 @@ BEGIN
 END;
 $$;
 
--- main's progress_board tool: every side and task chat main may steer (not isolated, not
--- archived), with its turn state and its latest progress report, most recent report first
--- (chats that never reported last). The reports are rows main has already received, so reading
--- the board adds nothing to main's labels.
+-- main's progress_board tool: every side and task chat main may steer (not archived, and
+-- visible to main by the rule list_threads('main') applies: not isolated, and no label main's
+-- model is not tagged for, since a title is the chat's content), with its turn state and its
+-- latest progress report, most recent report first (chats that never reported last). The
+-- reports are rows main has already received, so reading the board adds nothing to main's labels.
 CREATE OR REPLACE FUNCTION ember.progress_board()
 RETURNS TABLE (
     thread_id text, title text, kind text, status text, running boolean,
@@ -245,5 +246,6 @@ AS $$
         ORDER BY e.id DESC LIMIT 1
     ) AS r ON TRUE
     WHERE t.kind IN ('side', 'task') AND t.status <> 'archived' AND NOT ember.is_isolated(t.id)
+        AND ember.hidden_reason_unchecked((SELECT mt.id FROM ember.threads AS mt WHERE mt.kind = 'main'), t.id) IS NULL
     ORDER BY r.id DESC NULLS LAST, t.created_at, t.id
 $$;

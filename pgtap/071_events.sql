@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(42);
+SELECT plan(44);
 
 SELECT ember.define_category('health');
 -- A health thread reports into side-a below: labelled content reaches only a thread whose model is
@@ -85,6 +85,15 @@ SELECT is(ARRAY(SELECT thread_id || ':' || coalesce(report, '-') FROM ember.prog
 SELECT ember.create_thread('new', 'side', 'New');
 SELECT is((SELECT report FROM ember.progress_board() WHERE thread_id = 'new'), NULL, 'a chat that never reported is listed');
 SELECT is((SELECT running FROM ember.progress_board() WHERE thread_id = 'side-a'), FALSE, 'with its turn state');
+-- A chat whose labels main's model is not tagged for is not on main's board: its title is its
+-- content, as list_threads('main') knows.
+SELECT ember.define_category('legal');
+SELECT ember.create_thread('lawsuit', 'side', 'Divorce filing against Sam', 'legal');
+SELECT ok(NOT EXISTS (SELECT 1 FROM ember.progress_board() WHERE thread_id = 'lawsuit'),
+          'progress_board hides a chat whose labels main''s model is not tagged for');
+SELECT is(ARRAY(SELECT thread_id FROM ember.progress_board() ORDER BY 1),
+          ARRAY(SELECT id FROM ember.list_threads('main') WHERE kind IN ('side', 'task') AND status <> 'archived' ORDER BY 1),
+          'the board lists exactly the side and task chats list_threads(''main'') shows');
 
 -- Bad events.
 SELECT throws_ok($$SELECT ember.queue_event('side-a', 'thread-event', 'main-message', 'obey', 'main')$$, 'EM084', NULL,
