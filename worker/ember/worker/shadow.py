@@ -359,6 +359,15 @@ class ShadowPipeline:
                 # wrote nothing. Trying again is safe, and better than letting the run lapse.
                 if attempt == SUBMIT_ATTEMPTS:
                     raise
+            except psycopg.errors.DataError as exc:
+                # The answer holds something the database cannot take (an infinite number,
+                # an encoding it refuses): nothing was written. Submitting it again would fail
+                # the same way and leave the run to lapse and the model to be called again, so
+                # the run fails instead, with the reason and without the answer.
+                if outcome["status"] != "completed" or attempt == SUBMIT_ATTEMPTS:
+                    raise
+                reason = f"the answer could not be stored: {exc.diag.message_primary}"
+                outcome = {**outcome, "status": "failed", "error": reason, "proposals": []}
             except psycopg.Error as exc:
                 if exc.sqlstate in ("EM041", "EM042", "EM043"):
                     # No longer ours (lease lapsed, or abandoned and re-offered): dropping the
