@@ -83,10 +83,18 @@ def rejections(calls: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
+# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0036_output_bounds.sql):
+# SQL answers the calls past them with an error and applies nothing, so embedding them would
+# only cost time (ten thousand calls took minutes of embedding). If an operator raises the
+# settings, the calls past these are still applied and their facts embedded afterwards.
+EMBED_CALLS = 100
+EMBED_CHARS = 2000
+
+
 def texts_to_embed(calls: list[dict[str, Any]], refused: dict[str, str]) -> dict[str, str]:
     """{tool_use id: text} whose embedding the step can use: new facts' text, search queries."""
     found: dict[str, str] = {}
-    for call in calls:
+    for call in calls[:EMBED_CALLS]:
         ident = str(call.get("id"))
         tool_input = call.get("input")
         if ident in refused or not isinstance(tool_input, dict):
@@ -95,7 +103,7 @@ def texts_to_embed(calls: list[dict[str, Any]], refused: dict[str, str]) -> dict
             found[ident] = str(tool_input["text"])
         elif call.get("name") == "search_memory":
             found[ident] = str(tool_input["query"])
-    return found
+    return {k: v for k, v in found.items() if len(v) <= EMBED_CHARS}
 
 
 def vector_literal(vector: list[float]) -> str:
