@@ -64,9 +64,11 @@ def test_a_server_runs_as_its_checkout_user_and_cannot_read_another_checkout() -
             assert f"Uid:\t{uid}\t" in status
         # The first clone's superuser reads a file of the second clone's data directory.
         other = servers[1].layout.pgdata / "PG_VERSION"
-        with psycopg.connect(servers[0].url(), autocommit=True) as conn:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                conn.execute("SELECT pg_read_file(%s)", (str(other),))
+        with (
+            psycopg.connect(servers[0].url(), autocommit=True) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute("SELECT pg_read_file(%s)", (str(other),))
     finally:
         for srv in servers:
             srv.stop()
