@@ -185,8 +185,15 @@ class Pool:
         conn = self._idle.pop() if self._idle else await self._worker.connect("pool")
         try:
             yield conn
-        except BaseException:
+        except BaseException as exc:
             await conn.close()
+            if conn.broken or (
+                isinstance(exc, psycopg.OperationalError)
+                and (exc.sqlstate or "08")[:2] in ("08", "57")
+            ):
+                # The connection failed, not the statement: the idle ones were opened before
+                # the same failure (a restart ends them all) and would fail the next try too.
+                await self.close()
             raise
         if conn.closed or conn.broken or len(self._idle) >= self._size:
             await conn.close()
@@ -439,7 +446,10 @@ class Worker:
                 # A lost connection is reopened on the next attempt; any other error (a refused
                 # claim) is logged and retried at the next wake-up or poll, never a crash.
                 self._db_failed("claim failed", exc, "claim_failed")
-                if isinstance(exc, psycopg.OperationalError) or conn.broken:
+                if conn.broken or (
+                    isinstance(exc, psycopg.OperationalError)
+                    and (exc.sqlstate or "08")[:2] in ("08", "57")
+                ):
                     await conn.close()
                 if isinstance(exc, psycopg.errors.DeadlockDetected):
                     self.wake.set()  # the victim of a lock cycle: the work is still there
