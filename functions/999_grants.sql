@@ -110,6 +110,7 @@ BEGIN
             ('ember_worker', 'extend_steward_lease'),
             ('ember_worker', 'release_steward_run'),
             ('ember_worker', 'fail_steward_run'),
+            ('ember_worker', 'steward_run_cancel_requested'),
             ('ember_worker', 'search_memory'),
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),

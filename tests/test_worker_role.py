@@ -4,6 +4,7 @@ the steward) through granted functions and its claim plans alone."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import anthropic
@@ -86,3 +87,34 @@ def test_a_hot_run_completes_under_the_worker_role(db: str, rsim: SimServer) -> 
         assert w.stop() == 0
     (run,) = runs(db)
     assert (run["status"], run["path"]) == ("completed", "hot")
+
+
+def test_a_steward_call_in_flight_is_aborted_when_a_thread_it_read_is_sealed(db: str) -> None:
+    with host_on(db) as host:
+        host.create_thread("main", "main")
+        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute(
+            "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
+        )
+        host.create_thread("diary", "side")
+        host.append_message("diary", "user", "My diagnosis came back today.", author="human")
+        host.task_ended("diary")
+    with SimServer(responder="hang") as sim:
+        w = WorkerProcess(db, sim.base_url, "--pipelines", "steward").ready()
+        try:
+            sim.wait_for_requests(1, timeout=60)
+            t0 = time.monotonic()
+            with host_on(db) as host:
+                assert host.seal_thread("diary")
+            aborted = sim.wait_for_requests(1, timeout=5, predicate=lambda e: e.disconnected)
+            assert aborted, "the call holding the sealed rows was not aborted"
+            assert time.monotonic() - t0 < 5
+            (done,) = w.wait_for("run_finished", timeout=30)
+            assert done["status"] == "failed"
+        finally:
+            assert w.stop() == 0
+    with psycopg.connect(db, autocommit=True) as conn:
+        row = conn.execute("SELECT status, error FROM ember.steward_runs").fetchone()
+    assert row == ("failed", "thread-isolated: a thread this run read was sealed")
+    assert len(sim.requests) == 1, "no further call was made with the sealed rows"

@@ -153,6 +153,8 @@ SET_SETTING: LiteralString = "SELECT ember.set_setting(%s, %s)"
 # --- steward (issue 10) ---
 # The memory steward's statements; the rules are in functions/05x_steward_*.sql.
 CLAIM_STEWARD: LiteralString = "SELECT ember.claim_steward_run(%s, %s)"
+# True once a thread the run read is sealed (functions/059_steward_seal.sql).
+STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_requested(%s)"
 STEWARD_STEP: LiteralString = (
     "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
     "p_rejections => %(rejections)s)"

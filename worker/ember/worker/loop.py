@@ -547,7 +547,7 @@ class Worker:
         running.cancelled = True
         self.metrics.cancels.labels(running.pipeline.name).inc()
         log.info(
-            "cancelled by a human message; aborting the call",
+            "cancelled (a human message, or a thread it read was sealed); aborting the call",
             extra={
                 "event": "cancel",
                 "pipeline": running.pipeline.name,

@@ -65,6 +65,10 @@ def steward_request(model: str, messages: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
+# The same error steward_step records when it finds the seal first (051_steward_step.sql).
+SEALED = "thread-isolated: a thread this run read was sealed"
+
+
 def tool_calls(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         b
@@ -156,9 +160,12 @@ class StewardPipeline:
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        # Nothing cancels a steward run: a human message adds to the backlog, it does not make
-        # what the steward is reading wrong. Shutdown is a task cancel, handled by release.
-        return False
+        # A human message does not cancel a steward run: it adds to the backlog, it does not make
+        # what the steward is reading wrong. Sealing a thread the run read does: the call out
+        # holds that thread's rows. Shutdown is a task cancel, handled by release.
+        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, (run_id,))
+        row = await cur.fetchone()
+        return bool(row and row[0])
 
     # --- one wake ---
 
@@ -198,7 +205,14 @@ class StewardPipeline:
             if status == "running":
                 status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds")
         except asyncio.CancelledError:
-            raise  # shutdown: the loop releases the run
+            if not ctx.cancelled(job.run_id):
+                raise  # shutdown: the loop releases the run
+            # A thread the run read was sealed: the call was aborted, and the run fails here
+            # as its next step would have failed it. Nothing it read is marked digested.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            status = await self._fail(job, ctx, SEALED)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing digested
             status = await self._fail(job, ctx, describe_error(exc))
         ctx.observe_run(pipeline=self.name, path="steward", model=model, status=status)
