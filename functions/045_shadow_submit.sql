@@ -277,6 +277,9 @@ BEGIN
                 v_rejected := v_rejected + 1;
             END IF;
         END LOOP;
+        -- The stored rows decide: the bounds trigger (056_output_bounds.sql) may reject more.
+        SELECT count(*) INTO v_rejected FROM ember.shadow_proposals AS sp
+        WHERE sp.run_id = p_run AND sp.validation_error IS NOT NULL;
     END IF;
 
     RETURN jsonb_build_object(

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(17);
+SELECT plan(18);
 
 -- A model's answer is bounded in what it makes the database do: over a bound, an error result or
 -- a rejected proposal, never a failed step or submit.
@@ -80,7 +80,7 @@ SELECT ember.shadow_activate('2026-12-01 08:00Z');
 SELECT ember.append_message('plain', 'user', 'I drink green tea daily.', p_now => '2026-12-01 10:01Z');
 SELECT ember.shadow_memory_changed('plain', 'task-ended', '2026-12-01 10:02Z');
 CREATE TEMP TABLE splan AS SELECT ember.claim_shadow_run('w', '10 minutes', '2026-12-01 10:03Z') AS p;
-SELECT ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM splan), (SELECT (p ->> 'lease_token')::uuid FROM splan),
+CREATE TEMP TABLE last_submit AS SELECT ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM splan), (SELECT (p ->> 'lease_token')::uuid FROM splan),
     jsonb_build_object('status', 'completed', 'error', NULL, 'latency_ms', 1, 'finished_at', '2026-12-01 10:04Z',
         'usage', '{"input_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_5m_input_tokens": 0,
                    "cache_creation_1h_input_tokens": 0, "output_tokens": 1}'::jsonb,
@@ -88,7 +88,7 @@ SELECT ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM splan), (SE
             'text', CASE WHEN i = 1 THEN repeat('tea ', 1000000) ELSE format('The user prefers tea (%s).', i) END,
             'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id',
                 (SELECT id FROM ember.messages WHERE content = 'I drink green tea daily.')))))
-            FROM generate_series(1, 120) AS i)));
+            FROM generate_series(1, 120) AS i))) AS r;
 SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE validation_error IS NULL), 99,
           'of 120 proposals, the first shadow_max_proposals (100) but the oversized one are valid');
 SELECT results_eq($$SELECT ordinal > 100, validation_error LIKE 'over the limit of 100 proposals per run%',
@@ -98,5 +98,6 @@ SELECT results_eq($$SELECT ordinal > 100, validation_error LIKE 'over the limit 
 SELECT results_eq($$SELECT validation_error LIKE 'text is 4000000 characters; a proposal holds at most 2000%', length(text) < 2100
                     FROM ember.shadow_proposals WHERE ordinal = 1$$,
                   $$VALUES (true, true)$$, 'a 4 MB proposal text is rejected and stored shortened');
+SELECT is((SELECT (r ->> 'rejected')::int FROM last_submit), 21, 'and the submit counts them as rejected');
 SELECT * FROM finish();
 ROLLBACK;
