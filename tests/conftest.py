@@ -62,3 +62,10 @@ def empty_db(server_url: str) -> Iterator[str]:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     yield with_database(server_url, name)
     drop_database(server_url, name)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that passed every reliability scenario writes docs/reliability.md from its figures."""
+    import reliability
+
+    reliability.write_if_complete(session.testsfailed)

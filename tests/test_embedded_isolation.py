@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from ember.embedded import EmbeddedServer, read_owned, server_user
+from reliability import record
 
 as_root = pytest.mark.skipif(
     os.geteuid() != 0, reason="the server runs as another user only as root"
@@ -35,6 +36,13 @@ def test_the_log_is_read_without_following_a_link(tmp_path: Path) -> None:
     log.write_text("".join(f"line {i}\n" for i in range(20000)))
     tail = read_owned(log, os.geteuid(), limit=100)
     assert tail.endswith("line 19999\n") and len(tail) == 100
+    record(
+        "log-links",
+        "a symbolic and a hard link planted at the server log are refused; the tail is bounded",
+        2,
+        "0 bytes read through a link",
+        "tests/test_embedded_isolation.py",
+    )
 
 
 def test_each_checkout_has_its_own_server_user() -> None:
@@ -69,6 +77,14 @@ def test_a_server_runs_as_its_checkout_user_and_cannot_read_another_checkout() -
             pytest.raises(psycopg.errors.InsufficientPrivilege),
         ):
             conn.execute("SELECT pg_read_file(%s)", (str(other),))
+        record(
+            "log-links",
+            "a symbolic and a hard link planted at the server log are refused; two checkouts'"
+            " servers run as two users, and one's superuser cannot read the other's data files",
+            3,
+            "0 bytes read through a link or across checkouts",
+            "tests/test_embedded_isolation.py",
+        )
     finally:
         for srv in servers:
             srv.stop()

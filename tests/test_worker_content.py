@@ -16,6 +16,7 @@ import psycopg
 
 from ember.tools import SHADOW_TOOL_NAME
 from ember.worker.shadow import ShadowPipeline
+from reliability import record
 from workerkit import InProcessContext, as_role, offer_cold, prepare, proposals, runs
 
 
@@ -127,3 +128,11 @@ def test_an_unstorable_answer_fails_the_run_with_the_reason(db: str) -> None:
     assert run["error"].startswith("the answer could not be stored: "), run["error"]
     assert "json" in run["error"]
     assert proposals(db) == []
+    record(
+        "content-errors",
+        "answers with lone surrogates (cleaned to U+FFFD, the run completed) and an infinite"
+        " number (the run failed with the reason at once)",
+        2,
+        "0 runs left to lapse; 0 repeated model calls",
+        "tests/test_worker_content.py",
+    )

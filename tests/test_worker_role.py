@@ -14,6 +14,7 @@ import pytest
 from ember.host import PrefixCapture, turn_tools
 from ember.sim import Reply, Scripted, SimServer
 from ember.tools import SHADOW_TOOL_NAME
+from reliability import record
 from simfixtures import words
 from workerkit import API_KEY, WorkerProcess, as_role, host_on, prepare, runs
 
@@ -87,6 +88,13 @@ def test_a_hot_run_completes_under_the_worker_role(db: str, rsim: SimServer) -> 
         assert w.stop() == 0
     (run,) = runs(db)
     assert (run["status"], run["path"]) == ("completed", "hot")
+    record(
+        "role-hot",
+        "`ember worker` logged in as ember_worker replays a recorded turn on the hot path",
+        1,
+        "0 runs failed for a privilege",
+        "tests/test_worker_role.py",
+    )
 
 
 def test_a_steward_call_in_flight_is_aborted_when_a_thread_it_read_is_sealed(db: str) -> None:
@@ -118,3 +126,11 @@ def test_a_steward_call_in_flight_is_aborted_when_a_thread_it_read_is_sealed(db:
         row = conn.execute("SELECT status, error FROM ember.steward_runs").fetchone()
     assert row == ("failed", "thread-isolated: a thread this run read was sealed")
     assert len(sim.requests) == 1, "no further call was made with the sealed rows"
+    record(
+        "seal-steward",
+        "seal_thread on the thread a hanging steward call read: the call aborted within 5 s,"
+        " the run failed thread-isolated",
+        1,
+        "0 further calls with the sealed rows",
+        "tests/test_worker_role.py",
+    )
