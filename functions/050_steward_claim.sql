@@ -163,7 +163,7 @@ BEGIN
     FOR m IN
         SELECT msg.*
         FROM ember.backlog AS b
-        INNER JOIN ember.messages AS msg ON msg.id = b.id
+        INNER JOIN ember.messages AS msg ON msg.id = b.id AND msg.thread_id = b.thread_id
         INNER JOIN unnest(v_gens) WITH ORDINALITY AS g (id, ord) ON g.id = b.generation_id
         ORDER BY g.ord, b.seq
     LOOP

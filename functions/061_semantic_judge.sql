@@ -51,6 +51,89 @@ BEGIN
 END;
 $$;
 
+-- The judge's user message for one group: the proposals and the facts, numbered in the order
+-- sent (the answer's indexes point into these arrays), each text escaped by render_escape as a
+-- rendered row is, so that no text can start a line that passes for another item or its index.
+CREATE OR REPLACE FUNCTION ember.semantic_judge_content(p_proposals text[], p_facts text[])
+RETURNS text
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT concat_ws(
+        E'\n',
+        'Proposals:',
+        (SELECT string_agg(format('P%s: %s', x.n - 1, ember.render_escape(x.t)), E'\n' ORDER BY x.n)
+         FROM unnest(p_proposals) WITH ORDINALITY AS x (t, n)),
+        '',
+        'Facts:',
+        (SELECT string_agg(format('F%s: %s', x.n - 1, ember.render_escape(x.t)), E'\n' ORDER BY x.n)
+         FROM unnest(p_facts) WITH ORDINALITY AS x (t, n))
+    );
+$$;
+
+-- The groups of a window, one row per label-category set in set order, and everything the worker
+-- needs to judge one: the light model routed for exactly those categories, the proposals and the
+-- facts as sent (the facts shortlisted by semantic_shortlist), and the user message. A group that
+-- cannot be judged says why (`skipped`) and has no model and no message: one side is empty, or no
+-- light model is tagged for its categories (the group waits, as routing says, and is never sent to
+-- an untagged model). Items are jsonb arrays of {"id", "thread_id", "text"}.
+CREATE OR REPLACE FUNCTION ember.semantic_groups(
+    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL, p_k integer DEFAULT 5
+)
+RETURNS TABLE (categories text[], model text, skipped text, proposals jsonb, facts jsonb, content text)
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    g record;
+    v_keep bigint[];
+BEGIN
+    FOR g IN
+        SELECT c.categories AS cats,
+               coalesce(jsonb_agg(jsonb_build_object('id', c.item_id, 'thread_id', c.thread_id, 'text', c.text)
+                                  ORDER BY c.item_id) FILTER (WHERE c.side = 'proposal'), '[]') AS props,
+               coalesce(jsonb_agg(jsonb_build_object('id', c.item_id, 'thread_id', c.thread_id, 'text', c.text)
+                                  ORDER BY c.item_id) FILTER (WHERE c.side = 'fact'), '[]') AS facts
+        FROM ember.semantic_candidates(p_since, p_until) AS c
+        GROUP BY c.categories
+        ORDER BY c.categories
+    LOOP
+        categories := g.cats;
+        proposals := g.props;
+        facts := g.facts;
+        model := NULL;
+        content := NULL;
+        skipped := NULL;
+        IF jsonb_array_length(g.props) = 0 OR jsonb_array_length(g.facts) = 0 THEN
+            skipped := format('only %s: nothing to compare, no model called',
+                              CASE WHEN jsonb_array_length(g.props) > 0 THEN 'proposals' ELSE 'facts' END);
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        BEGIN
+            model := ember.route_model('light', g.cats);
+        EXCEPTION WHEN SQLSTATE 'EM010' OR SQLSTATE 'EM022' THEN
+            skipped := 'not routed: ' || SQLERRM;
+            RETURN NEXT;
+            CONTINUE;
+        END;
+        v_keep := ember.semantic_shortlist(
+            ARRAY(SELECT (x ->> 'id')::bigint FROM jsonb_array_elements(g.props) AS x),
+            ARRAY(SELECT (x ->> 'id')::bigint FROM jsonb_array_elements(g.facts) AS x),
+            p_k
+        );
+        facts := coalesce(
+            (SELECT jsonb_agg(x ORDER BY n) FROM jsonb_array_elements(g.facts) WITH ORDINALITY AS e (x, n)
+             WHERE (x ->> 'id')::bigint = ANY(v_keep)),
+            '[]'
+        );
+        content := ember.semantic_judge_content(
+            ARRAY(SELECT x ->> 'text' FROM jsonb_array_elements(proposals) WITH ORDINALITY AS e (x, n) ORDER BY n),
+            ARRAY(SELECT x ->> 'text' FROM jsonb_array_elements(facts) WITH ORDINALITY AS e (x, n) ORDER BY n)
+        );
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
 -- Store one judge call. p_outcome:
 --   {"categories": [...], "model": "...", "window_since": ts|null, "window_until": ts|null,
 --    "proposal_ids": [...], "fact_ids": [...], "status": "completed"|"failed", "error": text|null,

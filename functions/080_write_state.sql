@@ -42,7 +42,7 @@ BEGIN
             ember.shadow_read_position(min(n.thread_id), n.generation_id)
         FROM new_rows AS n
         GROUP BY n.generation_id
-        ON CONFLICT (generation_id) DO UPDATE SET
+        ON CONFLICT (generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at);
     END IF;
@@ -107,11 +107,12 @@ AS $$
 BEGIN
     UPDATE ember.generation_progress AS p
     SET read_seq = new.through_seq
-    WHERE p.generation_id = new.generation_id AND p.read_seq < new.through_seq;
+    WHERE p.generation_id = new.generation_id AND p.thread_id = new.thread_id
+        AND p.read_seq < new.through_seq;
     IF EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
-        INNER JOIN ember.generations AS g ON g.id = p.generation_id
+        INNER JOIN ember.generations AS g ON g.id = p.generation_id AND g.thread_id = p.thread_id
         WHERE p.thread_id = new.thread_id
             AND p.unread
             AND g.ended_at IS NOT NULL

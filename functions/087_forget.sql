@@ -172,7 +172,10 @@ BEGIN
         IF ember.is_isolated(p.thread_id) THEN
             -- Sealed since it was proposed: the proposal guard refuses any change to a row of an
             -- isolated thread, and the comparison never reads one, so the row goes whole.
-            DELETE FROM ember.shadow_proposals WHERE id = p.id;
+            -- Its judged pairs go with it (a foreign key cascaded this before migration 0036:
+            -- judged_pairs stays on the coordinator, which cannot point into a distributed table).
+            DELETE FROM ember.judged_pairs WHERE proposal_id = p.id;
+            DELETE FROM ember.shadow_proposals WHERE id = p.id AND thread_id = p.thread_id;
             v_proposals_erased := v_proposals_erased || p.id;
         ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
            AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN

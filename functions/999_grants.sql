@@ -115,8 +115,7 @@ BEGIN
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),
             -- ember_worker: semantic judging (ember compare --semantic).
-            ('ember_worker', 'semantic_candidates'),
-            ('ember_worker', 'semantic_shortlist'),
+            ('ember_worker', 'semantic_groups'),
             ('ember_worker', 'submit_judge_run'),
             -- ember_host: an agent's own memory search (EM027's hint sends it there).
             ('ember_host', 'search_memory'),

@@ -271,8 +271,10 @@ def test_the_cold_path_the_steward_and_the_judge_never_send_thinking_blocks(db: 
         comparedata.seed_case(conn)
         with SimServer(responder=Reply.tool_use(SEMANTIC_JUDGE_TOOL, {"pairs": []})) as sim:
 
-            def client() -> anthropic.Anthropic:
-                return anthropic.Anthropic(base_url=sim.base_url, api_key="test", max_retries=0)
+            def client() -> anthropic.AsyncAnthropic:
+                return anthropic.AsyncAnthropic(
+                    base_url=sim.base_url, api_key="test", max_retries=0
+                )
 
             run_semantic(conn, None, None, dry_run=False, client_factory=client)
             assert sim.requests and _thinking_sent(sim) == []

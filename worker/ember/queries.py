@@ -64,13 +64,11 @@ FROM ember.progress_board()
 
 # --- comparison ---
 
-# The candidates of a window, isolated threads already removed in SQL (semantic_candidates).
-SEMANTIC_CANDIDATES: LiteralString = (
-    "SELECT side, item_id, thread_id, text, categories FROM ember.semantic_candidates(%s, %s)"
-)
-ROUTE_LIGHT_MODEL: LiteralString = "SELECT ember.route_model('light', %s::text[])"
-SEMANTIC_SHORTLIST: LiteralString = (
-    "SELECT ember.semantic_shortlist(%s::bigint[], %s::bigint[], %s)"
+# The semantic judge's groups: candidates, grouping, skip reasons, routing, shortlist and the
+# message text are all decided in SQL (ember.semantic_groups); the worker only calls and submits.
+SEMANTIC_GROUPS: LiteralString = (
+    "SELECT categories, model, skipped, proposals, facts, content"
+    " FROM ember.semantic_groups(%s, %s, %s)"
 )
 SUBMIT_JUDGE_RUN: LiteralString = "SELECT ember.submit_judge_run(%s)"
 
@@ -384,3 +382,15 @@ EVAL_TARGET_MEMORY: LiteralString = (
     "SELECT EXISTS (SELECT 1 FROM ember.threads), EXISTS (SELECT 1 FROM ember.facts)"
 )
 EVAL_TARGET_RUNS: LiteralString = "SELECT EXISTS (SELECT 1 FROM ember.eval_runs)"
+
+# The distribution plan (functions/004_distribution_plan.sql), rendered into docs/operations.md.
+DISTRIBUTION_PLAN: LiteralString = (
+    "SELECT table_name, role, distribution_column, why FROM ember.distribution_plan()"
+)
+DISTRIBUTION_HOT_PATH: LiteralString = (
+    "SELECT function_name, part, thread_argument, shard FROM ember.distribution_hot_path()"
+)
+DISTRIBUTION_EXCEPTIONS: LiteralString = (
+    "SELECT table_name, constraint_name, what_holds_it FROM ember.distribution_exceptions()"
+)
+DISTRIBUTION_COMMANDS: LiteralString = "SELECT * FROM ember.distribution_commands()"

@@ -67,9 +67,9 @@ def _semantic(url: str, since: Any, until: Any, *, dry_run: bool) -> int:
 
     def client() -> Any:
         access = model_access()  # exit 2, naming the variable, before any call
-        from ember.comparison.client import judge_client
+        from ember.worker.calls import make_client
 
-        return judge_client(access)
+        return make_client(access)
 
     with psycopg.connect(url, autocommit=True) as conn:
         results = run_semantic(conn, since, until, dry_run=dry_run, client_factory=client)

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from ember import sqlstates
 from ember.commands.base import EXIT_NOT_FOUND, EXIT_REFUSED, CliError
 
 
@@ -65,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     except psycopg.Error as exc:
         # No such fact or proposal (EM095), or one of an isolated thread (EM074): the message
         # names the id, never the thread.
-        if exc.sqlstate == "EM095":
+        if exc.sqlstate == sqlstates.UNKNOWN_ID:
             raise CliError(EXIT_NOT_FOUND, str(exc.diag.message_primary)) from exc
-        if exc.sqlstate == "EM074":
+        if exc.sqlstate == sqlstates.NOT_FOR_THE_ANALYST:
             raise CliError(EXIT_REFUSED, str(exc.diag.message_primary)) from exc
         raise
     doc: dict[str, Any] = row[0] if row else {}

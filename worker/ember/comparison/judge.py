@@ -1,15 +1,17 @@
 """Semantic judging: which shadow proposals and steward facts say the same thing.
 
-The flow is the worker's: SQL decides the candidates (isolated threads are removed there, before
-any prompt exists) and routes each label-category group to a light model tagged for exactly its
-categories; Python builds the prompt, calls the model, validates the answer with the pydantic
-model of the tool, and hands it to `ember.submit_judge_run`, which stores it or fails the group.
+The rules are SQL's (`ember.semantic_groups`, functions/061_semantic_judge.sql): the candidates
+(isolated threads removed before any prompt exists), their grouping by label-category set, which
+groups are skipped and why, the light model each group is routed to, the shortlist of facts and
+the message text itself. Python calls the model through the worker's client, validates the answer
+with the pydantic model of the tool, and hands it to `ember.submit_judge_run`, which stores it or
+fails the group.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,12 +21,13 @@ from typing import Any
 
 import anthropic
 import psycopg
+from anthropic import AsyncAnthropic
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from ember import queries
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
-from ember.worker.calls import without_nul
+from ember.worker.calls import CallError, create_message, describe_error, usage_of, without_nul
 
 PROMPT = Path(__file__).resolve().parents[3] / "prompts" / "semantic_judge.md"
 SHORTLIST_K = 5
@@ -46,6 +49,7 @@ class Group:
     facts: list[Item] = field(default_factory=list)
     model: str | None = None
     skipped: str | None = None  # why no model is called for this group
+    content: str | None = None  # the user message, rendered by ember.semantic_judge_content
 
     @property
     def label(self) -> str:
@@ -66,94 +70,56 @@ def _prompt_text() -> str:
     return PROMPT.read_text(encoding="utf-8")
 
 
+def _items(side: str, rows: list[dict[str, Any]]) -> list[Item]:
+    return [Item(side, int(r["id"]), str(r["thread_id"]), str(r["text"])) for r in rows]
+
+
 def load_groups(
     conn: psycopg.Connection[Any], since: datetime | None, until: datetime | None
 ) -> list[Group]:
-    """Candidates grouped by their label-category set, each routed or marked skipped."""
-    groups: dict[tuple[str, ...], Group] = {}
-    for side, item_id, thread_id, text, categories in conn.execute(
-        queries.SEMANTIC_CANDIDATES, (since, until)
-    ):
-        key = tuple(categories)
-        group = groups.setdefault(key, Group(categories=key))
-        item = Item(side, item_id, thread_id, text)
-        (group.proposals if side == "proposal" else group.facts).append(item)
-
-    for group in groups.values():
-        if not group.proposals or not group.facts:
-            side = "proposals" if group.proposals else "facts"
-            group.skipped = f"only {side}: nothing to compare, no model called"
-            continue
-        try:
-            row = conn.execute(queries.ROUTE_LIGHT_MODEL, (list(group.categories),)).fetchone()
-        except psycopg.Error as exc:
-            # No light model is tagged for these categories: the group waits, as routing says.
-            group.skipped = f"not routed: {exc.diag.message_primary or exc}"
-            continue
-        group.model = row[0] if row else None
-        shortlist = conn.execute(
-            queries.SEMANTIC_SHORTLIST,
-            ([p.item_id for p in group.proposals], [f.item_id for f in group.facts], SHORTLIST_K),
-        ).fetchone()
-        keep = set(shortlist[0]) if shortlist else set()
-        group.facts = [f for f in group.facts if f.item_id in keep]
-    return [groups[k] for k in sorted(groups)]
-
-
-# What ember.render_escape (functions/035_render.sql) writes as \uXXXX: every control or separator
-# character some reader might break a line at, but tab, line feed and carriage return.
-_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def line_text(text: str) -> str:
-    """`text` on one line, escaped exactly as ember.render_escape escapes a rendered row.
-
-    Proposal and fact texts are written by models from what users and tools wrote: unescaped, a
-    line break in one could start a line that passes for another item and its index.
-    """
-    out = text.replace("\\", "\\\\").replace("\r\n", "\\n").replace("\n", "\\n")
-    out = out.replace("\r", "\\r")
-    return _BREAKS.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+    """The window's groups as ember.semantic_groups decides them, in label-set order."""
+    return [
+        Group(
+            categories=tuple(categories),
+            proposals=_items("proposal", proposals),
+            facts=_items("fact", facts),
+            model=model,
+            skipped=skipped,
+            content=content,
+        )
+        for categories, model, skipped, proposals, facts, content in conn.execute(
+            queries.SEMANTIC_GROUPS, (since, until, SHORTLIST_K)
+        )
+    ]
 
 
 def build_request(group: Group) -> dict[str, Any]:
     """The Messages API request for one group: indexes and texts only, no ids of any kind."""
-    assert group.model is not None
-    lines = ["Proposals:"]
-    lines += [f"P{i}: {line_text(p.text)}" for i, p in enumerate(group.proposals)]
-    lines += ["", "Facts:"]
-    lines += [f"F{i}: {line_text(f.text)}" for i, f in enumerate(group.facts)]
+    assert group.model is not None and group.content is not None
     return {
         "model": group.model,
         "max_tokens": MAX_TOKENS,
         "system": _prompt_text(),
-        "messages": [{"role": "user", "content": "\n".join(lines)}],
+        "messages": [{"role": "user", "content": group.content}],
         "tools": [semantic_judge_tool()],
         "tool_choice": {"type": "tool", "name": SEMANTIC_JUDGE_TOOL},
     }
 
 
-def _usage(message: Any) -> dict[str, int]:
-    u = message.usage
-    created = u.cache_creation
-    w5 = (created.ephemeral_5m_input_tokens or 0) if created else 0
-    w1 = (created.ephemeral_1h_input_tokens or 0) if created else 0
-    return {
-        "input_tokens": u.input_tokens or 0,
-        "cache_read_input_tokens": u.cache_read_input_tokens or 0,
-        "cache_creation_5m_input_tokens": w5,
-        "cache_creation_1h_input_tokens": w1,
-        "output_tokens": u.output_tokens or 0,
-    }
-
-
-def _pairs_from(message: Any) -> list[list[int]]:
+def _pairs_from(response: dict[str, Any]) -> list[list[int]]:
     """The judge's pairs, or ValueError with the reason the reply is unusable."""
-    calls = [b for b in message.content if b.type == "tool_use" and b.name == SEMANTIC_JUDGE_TOOL]
+    content = response.get("content")
+    calls = [
+        b
+        for b in (content if isinstance(content, list) else [])
+        if isinstance(b, dict)
+        and b.get("type") == "tool_use"
+        and b.get("name") == SEMANTIC_JUDGE_TOOL
+    ]
     if len(calls) != 1:
         raise ValueError(f"expected one {SEMANTIC_JUDGE_TOOL} call, got {len(calls)}")
     try:
-        judgement = SemanticJudgement.model_validate(calls[0].input)
+        judgement = SemanticJudgement.model_validate(calls[0].get("input"))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -163,7 +129,8 @@ def _pairs_from(message: Any) -> list[list[int]]:
 
 def judge_group(
     conn: psycopg.Connection[Any],
-    client: anthropic.Anthropic,
+    client: AsyncAnthropic,
+    runner: asyncio.Runner,
     group: Group,
     since: datetime | None,
     until: datetime | None,
@@ -176,11 +143,11 @@ def judge_group(
     pairs: list[list[int]] = []
     error: str | None = None
     try:
-        message = client.messages.create(**request)
-        usage = _usage(message)
-        pairs = _pairs_from(message)
-    except anthropic.APIError as exc:
-        error = f"model call failed: {type(exc).__name__}: {exc}"
+        response = runner.run(create_message(client, request))
+        usage = usage_of(response)
+        pairs = _pairs_from(response)
+    except (anthropic.APIError, CallError) as exc:
+        error = f"model call failed: {describe_error(exc)}"
     except ValueError as exc:
         error = str(exc)
     outcome = {
@@ -216,7 +183,7 @@ def run_semantic(
     until: datetime | None,
     *,
     dry_run: bool,
-    client_factory: Callable[[], anthropic.Anthropic],
+    client_factory: Callable[[], AsyncAnthropic],
 ) -> list[GroupResult]:
     """Judge every group of the window (conn in autocommit: each group commits on its own).
 
@@ -224,15 +191,19 @@ def run_semantic(
     """
     groups = load_groups(conn, since, until)
     results: list[GroupResult] = []
-    client: anthropic.Anthropic | None = None
-    for group in groups:
-        if group.skipped:
-            results.append(GroupResult(group=group, status="skipped", detail=group.skipped))
-        elif dry_run:
-            results.append(GroupResult(group=group, status="dry-run", request=build_request(group)))
-        else:
-            client = client or client_factory()
-            results.append(judge_group(conn, client, group, since, until))
+    client: AsyncAnthropic | None = None
+    with asyncio.Runner() as runner:
+        for group in groups:
+            if group.skipped:
+                results.append(GroupResult(group=group, status="skipped", detail=group.skipped))
+            elif dry_run:
+                request = build_request(group)
+                results.append(GroupResult(group=group, status="dry-run", request=request))
+            else:
+                client = client or client_factory()
+                results.append(judge_group(conn, client, runner, group, since, until))
+        if client is not None:
+            runner.run(client.close())
     return results
 
 

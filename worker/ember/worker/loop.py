@@ -446,10 +446,7 @@ class Worker:
                 # A lost connection is reopened on the next attempt; any other error (a refused
                 # claim) is logged and retried at the next wake-up or poll, never a crash.
                 self._db_failed("claim failed", exc, "claim_failed")
-                if conn.broken or (
-                    isinstance(exc, psycopg.OperationalError)
-                    and (exc.sqlstate or "08")[:2] in ("08", "57")
-                ):
+                if isinstance(exc, psycopg.OperationalError) or conn.broken:
                     await conn.close()
                 if isinstance(exc, psycopg.errors.DeadlockDetected):
                     self.wake.set()  # the victim of a lock cycle: the work is still there

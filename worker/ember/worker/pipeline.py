@@ -9,7 +9,6 @@ LISTEN connection, concurrency limit, graceful shutdown and metrics.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -28,10 +27,6 @@ class Job:
     lease_token: str
     thread_id: str
     plan: dict[str, Any] = field(repr=False)
-
-
-class RunCancelled(Exception):
-    """Raised inside execute() when the run was cancelled in SQL while it was out."""
 
 
 @runtime_checkable
@@ -104,7 +99,3 @@ class Pipeline(Protocol):
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
         """Whether SQL says run_id was cancelled: the check behind every ember_cancel hint."""
         ...
-
-
-# A callable the loop uses to build each pipeline by name (see loop.PIPELINES).
-PipelineFactory = Callable[[], Pipeline]

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries
+from ember import queries, sqlstates
 from ember.cachemark import last_message_marker
 from ember.tools import (
     SHADOW_TOOL_NAME,
@@ -249,7 +249,7 @@ class ShadowPipeline:
         try:
             await conn.execute(queries.EXTEND_SHADOW_LEASE, (job.run_id, job.lease_token, lease))
         except psycopg.Error as exc:
-            if exc.sqlstate == "EM051":
+            if exc.sqlstate == sqlstates.LEASE_NOT_HELD:
                 return False
             raise
         return True
@@ -258,7 +258,9 @@ class ShadowPipeline:
         try:
             await conn.execute(queries.RELEASE_SHADOW, (job.run_id, job.lease_token))
         except psycopg.Error as exc:
-            if exc.sqlstate != "EM051":  # already finished, or no longer ours: nothing to give
+            if (
+                exc.sqlstate != sqlstates.LEASE_NOT_HELD
+            ):  # already finished, or no longer ours: nothing to give
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
@@ -382,7 +384,7 @@ class ShadowPipeline:
                 reason = f"the answer could not be stored: {exc.diag.message_primary}"
                 outcome = {**outcome, "status": "failed", "error": reason, "proposals": []}
             except psycopg.Error as exc:
-                if exc.sqlstate in ("EM041", "EM042", "EM043"):
+                if exc.sqlstate in sqlstates.SHADOW_RUN_LOST:
                     # No longer ours (lease lapsed, or abandoned and re-offered): dropping the
                     # outcome is what keeps the thread from being done twice.
                     ctx.log.warning("outcome refused: %s", exc.diag.message_primary)

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries
+from ember import queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
 from ember.tools import steward_call_error, steward_tool_definitions
 from ember.worker.calls import create_message, describe_error, usage_of
@@ -32,8 +32,6 @@ from ember.worker.pipeline import Context, Job
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
 MAX_TOKENS = 4096
 CACHE = {"type": "ephemeral"}
-# Refusals that mean the run is no longer ours: stop, write nothing more.
-LOST = ("EM061", "EM062", "EM063", "EM064")
 EMBED_BATCH = 64
 
 log = logging.getLogger("ember.worker.steward")
@@ -87,7 +85,7 @@ def rejections(calls: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0036_output_bounds.sql):
+# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0037_output_bounds.sql):
 # SQL answers the calls past them with an error and applies nothing, so embedding them would
 # only cost time (ten thousand calls took minutes of embedding). If an operator raises the
 # settings, the calls past these are still applied and their facts embedded afterwards.
@@ -147,7 +145,7 @@ class StewardPipeline:
         try:
             await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
         except psycopg.Error as exc:
-            if exc.sqlstate in LOST:
+            if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                 return False
             raise
         return True
@@ -156,7 +154,9 @@ class StewardPipeline:
         try:
             await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
         except psycopg.Error as exc:
-            if exc.sqlstate not in LOST:  # finished, or no longer ours: nothing to hand back
+            if (
+                exc.sqlstate not in sqlstates.STEWARD_RUN_LOST
+            ):  # finished, or no longer ours: nothing to hand back
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
@@ -239,7 +239,7 @@ class StewardPipeline:
                     },
                 )
             except psycopg.Error as exc:
-                if exc.sqlstate in LOST:
+                if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                     ctx.log.warning("step refused: %s", exc.diag.message_primary)
                     return None
                 raise
@@ -253,7 +253,7 @@ class StewardPipeline:
                     queries.FAIL_STEWARD, (job.run_id, job.lease_token, error, None, None)
                 )
             except psycopg.Error as exc:
-                if exc.sqlstate in LOST:
+                if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                     return "lost"
                 raise
         return "failed"
@@ -305,7 +305,9 @@ class StewardPipeline:
                         )
                         stored += 1
                     except psycopg.Error as exc:
-                        if exc.sqlstate != "EM067":  # another worker embedded it first
+                        if (
+                            exc.sqlstate != sqlstates.INVALID_EMBEDDING
+                        ):  # another worker embedded it first
                             raise
             if len(rows) < EMBED_BATCH or stored == before:
                 return stored
