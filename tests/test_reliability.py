@@ -367,9 +367,31 @@ def test_hostile_steward_tool_calls_are_answered_never_a_failed_step(db: str) ->
     names = st.sampled_from(
         ["write_fact", "merge_facts", "retire_fact", "search_memory"]
     ) | st.text(max_size=20)
-    call = st.fixed_dictionaries({"name": names, "input": _JSON})
     with psycopg.connect(db, autocommit=True) as conn:
         plan = _steward_run(conn)
+        tea = _one(
+            conn, "SELECT id FROM ember.messages WHERE content = 'I prefer tea over coffee.'"
+        )
+        # Arbitrary calls, and well-formed ones with arbitrary text, so some are applied.
+        written = st.fixed_dictionaries(
+            {
+                "name": st.just("write_fact"),
+                "input": st.fixed_dictionaries(
+                    {
+                        "text": st.text(min_size=1, max_size=80),
+                        "evidence_kind": st.just("user-stated"),
+                        "evidence": st.just([{"message_id": tea}]),
+                    }
+                ),
+            }
+        )
+        searched = st.fixed_dictionaries(
+            {
+                "name": st.just("search_memory"),
+                "input": st.fixed_dictionaries({"query": st.text(max_size=80)}),
+            }
+        )
+        call = st.fixed_dictionaries({"name": names, "input": _JSON}) | written | searched
 
         @_HOSTILE
         @given(st.lists(call, max_size=5), st.text(max_size=60))
