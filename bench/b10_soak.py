@@ -164,7 +164,7 @@ def main() -> None:
             f"| runs whose lease lapsed | {lapsed} |",
             f"| runs still running after both workers stopped | {running} |",
             f"| worker exit codes | {', '.join(map(str, codes))} |",
-            "| worker RSS, first and last sample (MB) | "
+            "| worker RSS a third of the way in, and at the end (MB) | "
             + "; ".join(f"{a:.0f} → {b:.0f}" for a, b in zip(first, last, strict=True))
             + " |",
             "",
