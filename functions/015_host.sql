@@ -192,6 +192,7 @@ AS $$
 DECLARE
     t ember.threads;
     v_author text;
+    v_generation uuid;
     v_id bigint;
 BEGIN
     PERFORM ember.require_now(p_now);
@@ -240,17 +241,35 @@ BEGIN
             USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
     END IF;
 
-    -- The one sanctioned insert: messages_arrival_guard (991_input_guards.sql) refuses others.
-    PERFORM set_config('ember.inserting_message', 'on', true);
-    INSERT INTO ember.messages (
-        seq, thread_id, generation_id, role, author, content, blocks,
-        tool_call_id, tool_name, tool_status, from_thread, created_at
-    ) VALUES (
-        nextval('ember.message_seq'), p_thread, ember.current_generation(p_thread, p_now),
-        p_role, v_author, p_content, p_blocks,
-        p_tool_call_id, p_tool_name, p_tool_status, p_from_thread, p_now
-    )
-    RETURNING id INTO v_id;
+    -- The one sanctioned insert: messages_arrival_guard (991_input_guards.sql) refuses others. A
+    -- row of the thread's own stamps its generation's labels here ('labelled'), which spares the
+    -- row trigger's call; a row from another thread is stamped by the trigger, which widens the
+    -- generation first (020_labels.sql).
+    v_generation := ember.current_generation(p_thread, p_now);
+    IF p_from_thread IS NULL OR p_from_thread = p_thread THEN
+        PERFORM set_config('ember.inserting_message', 'labelled', true);
+        INSERT INTO ember.messages (
+            seq, thread_id, generation_id, role, author, content, blocks,
+            tool_call_id, tool_name, tool_status, from_thread, categories, created_at
+        ) VALUES (
+            nextval('ember.message_seq'), p_thread, v_generation,
+            p_role, v_author, p_content, p_blocks,
+            p_tool_call_id, p_tool_name, p_tool_status, p_from_thread,
+            ember.generation_labels(v_generation), p_now
+        )
+        RETURNING id INTO v_id;
+    ELSE
+        PERFORM set_config('ember.inserting_message', 'on', true);
+        INSERT INTO ember.messages (
+            seq, thread_id, generation_id, role, author, content, blocks,
+            tool_call_id, tool_name, tool_status, from_thread, created_at
+        ) VALUES (
+            nextval('ember.message_seq'), p_thread, v_generation,
+            p_role, v_author, p_content, p_blocks,
+            p_tool_call_id, p_tool_name, p_tool_status, p_from_thread, p_now
+        )
+        RETURNING id INTO v_id;
+    END IF;
     PERFORM set_config('ember.inserting_message', '', true);
     RETURN v_id;
 END;

@@ -308,9 +308,19 @@ BEGIN
 END;
 $$;
 
+-- A bulk writer (append_messages, import) whose statement brings no row from another thread
+-- stamps every row with ember.generation_labels() itself, once per generation, and marks the
+-- insert 'labelled' (messages_arrival_guard, 991_input_guards.sql): no row of that statement can
+-- widen a generation, so the labels are the same for every row of a generation, and a call per
+-- row would only repeat the lookup. Any row from another thread is stamped here all the same.
 CREATE OR REPLACE TRIGGER messages_stamp_labels
 BEFORE INSERT ON ember.messages
-FOR EACH ROW EXECUTE FUNCTION ember.messages_stamp_labels();
+FOR EACH ROW
+WHEN (
+    current_setting('ember.inserting_message', TRUE) IS DISTINCT FROM 'labelled'
+    OR (new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id)
+)
+EXECUTE FUNCTION ember.messages_stamp_labels();
 
 -- After the row exists (the source row points at it), record where it came from.
 CREATE OR REPLACE FUNCTION ember.messages_record_source()

@@ -93,7 +93,7 @@ $$;
 
 CREATE OR REPLACE TRIGGER messages_tool_name_safe
 BEFORE INSERT ON ember.messages
-FOR EACH ROW WHEN (new.tool_name IS NOT NULL)
+FOR EACH ROW WHEN (new.tool_name IS NOT NULL AND NOT ember.is_safe_tool_name(new.tool_name))
 EXECUTE FUNCTION ember.messages_tool_name_safe();
 
 -- A thread's model changes only through the routing rule (design.md invariant 9): the new model

@@ -81,9 +81,16 @@ BEGIN
     END IF;
 
     -- The turn state moves with the reasons that report it; tick's idle-or-ended and the
-    -- status/generation reasons are not activity and leave last_activity_at alone.
+    -- status/generation reasons are not activity and leave last_activity_at alone. That holds for
+    -- a thread's first signal too: its state row then starts at the thread's creation, so idle
+    -- time is counted from the thread's own last row (tick and shadow_ready take the later of
+    -- the two), not from the moment tick happened to look. An imported history whose last row is
+    -- old is idle at once, instead of waiting idle_before_digest of wall-clock time.
     INSERT INTO ember.shadow_thread_state AS s (thread_id, turn_running, waiting_user, last_activity_at)
-    VALUES (p_thread, false, p_reason = 'waiting-user', p_now)
+    VALUES (p_thread, false, p_reason = 'waiting-user', CASE
+        WHEN p_reason IN ('turn-boundary', 'turn-failed', 'waiting-user', 'task-ended') THEN p_now
+        ELSE (SELECT t.created_at FROM ember.threads AS t WHERE t.id = p_thread)
+    END)
     ON CONFLICT (thread_id) DO UPDATE SET
         turn_running = CASE WHEN p_reason IN ('turn-boundary', 'turn-failed') THEN false
             ELSE s.turn_running END,

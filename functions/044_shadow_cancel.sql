@@ -34,26 +34,41 @@ BEGIN
 END;
 $$;
 
+-- Once per statement, for each thread the statement gave a human row: a bulk append or an
+-- import of many human rows withdraws each thread once rather than once per row (withdrawing a
+-- second time finds nothing to withdraw), and the thread's activity moves to its latest human
+-- row, as it would row by row.
 CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_user_message()
 RETURNS trigger
 LANGUAGE plpgsql
 SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
 AS $$
+DECLARE
+    r record;
 BEGIN
-    PERFORM ember.shadow_withdraw(new.thread_id);
-    -- The user answered: a turn blocked on the user is no longer waiting (and is busy again).
-    UPDATE ember.shadow_thread_state
-    SET waiting_user = false, last_activity_at = greatest(last_activity_at, new.created_at)
-    WHERE thread_id = new.thread_id;
+    FOR r IN
+        SELECT n.thread_id, max(n.created_at) AS last_at
+        FROM new_rows AS n
+        WHERE n.role = 'user' AND n.author = 'human'
+        GROUP BY n.thread_id
+        ORDER BY n.thread_id
+    LOOP
+        PERFORM ember.shadow_withdraw(r.thread_id);
+        -- The user answered: a turn blocked on the user is no longer waiting (and is busy again).
+        UPDATE ember.shadow_thread_state
+        SET waiting_user = false, last_activity_at = greatest(last_activity_at, r.last_at)
+        WHERE thread_id = r.thread_id;
+    END LOOP;
     RETURN NULL;
 END;
 $$;
 
-CREATE OR REPLACE TRIGGER shadow_cancel_on_user_message
+DROP TRIGGER IF EXISTS shadow_cancel_on_user_message ON ember.messages;
+CREATE TRIGGER shadow_cancel_on_user_message
 AFTER INSERT ON ember.messages
-FOR EACH ROW
-WHEN (new.role = 'user' AND new.author = 'human')
+REFERENCING NEW TABLE AS new_rows
+FOR EACH STATEMENT
 EXECUTE FUNCTION ember.shadow_cancel_on_user_message();
 
 -- Sealing an open thread (seal_tier to 'isolated', refused the other way in 025_visibility.sql)

@@ -21,11 +21,18 @@ DECLARE
 BEGIN
     -- The common case is a generation that already has rows: a plain update. Only a
     -- generation's first rows take the insert, which also asks for its read position.
+    --
+    -- The steward's own record is never read by shadow (shadow_excluded), so nothing would ever
+    -- move the read position of its generations: one per steward run would stay in the unread
+    -- set that tick() and work_status start from, for ever, growing with every run. Its rows are
+    -- counted read as they are written, so its generations never enter the set.
     UPDATE ember.generation_progress AS p SET
         last_seq = greatest(p.last_seq, n.last_seq),
-        last_message_at = greatest(p.last_message_at, n.last_message_at)
+        last_message_at = greatest(p.last_message_at, n.last_message_at),
+        read_seq = CASE WHEN n.steward THEN greatest(p.read_seq, p.last_seq, n.last_seq) ELSE p.read_seq END
     FROM (
-        SELECT x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at
+        SELECT x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
+            ember.is_steward_thread(min(x.thread_id)) AS steward
         FROM new_rows AS x GROUP BY x.generation_id
     ) AS n
     WHERE p.generation_id = n.generation_id;
@@ -39,12 +46,14 @@ BEGIN
             min(n.thread_id),
             max(n.seq),
             max(n.created_at),
-            ember.shadow_read_position(min(n.thread_id), n.generation_id)
+            CASE WHEN ember.is_steward_thread(min(n.thread_id)) THEN max(n.seq)
+                ELSE ember.shadow_read_position(min(n.thread_id), n.generation_id) END
         FROM new_rows AS n
         GROUP BY n.generation_id
         ON CONFLICT (generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
-            last_message_at = greatest(p.last_message_at, excluded.last_message_at);
+            last_message_at = greatest(p.last_message_at, excluded.last_message_at),
+            read_seq = greatest(p.read_seq, excluded.read_seq);
     END IF;
     RETURN NULL;
 END;

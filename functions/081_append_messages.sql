@@ -133,6 +133,7 @@ DECLARE
     t ember.threads;
     bad record;
     v_generation uuid;
+    v_labels text[];
     v_ids bigint[];
 BEGIN
     PERFORM ember.require_now(p_now);
@@ -243,15 +244,24 @@ BEGIN
     -- nextval() is evaluated after the sort (a volatile target is computed above the Sort
     -- node), so seq follows the index order of p_rows. A sanctioned insert of the host API:
     -- messages_arrival_guard (991_input_guards.sql) refuses unmarked ones.
-    PERFORM set_config('ember.inserting_message', 'on', true);
+    -- Rows of the thread's own all carry the generation's labels, looked up once ('labelled':
+    -- no row of the statement can widen them); a row from another thread leaves the stamping
+    -- to the row trigger, for every row after it too (020_labels.sql).
+    IF EXISTS (SELECT 1 FROM staged_rows AS a WHERE a.from_thread <> p_thread) THEN
+        PERFORM set_config('ember.inserting_message', 'on', true);
+    ELSE
+        PERFORM set_config('ember.inserting_message', 'labelled', true);
+        v_labels := ember.generation_labels(v_generation);
+    END IF;
     WITH ins AS (
         INSERT INTO ember.messages (
             seq, thread_id, generation_id, role, author, content, blocks,
-            tool_call_id, tool_name, tool_status, from_thread, created_at
+            tool_call_id, tool_name, tool_status, from_thread, categories, created_at
         )
         SELECT
             nextval('ember.message_seq'), p_thread, v_generation, a.role, a.author, a.content,
-            a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
+            a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread,
+            coalesce(v_labels, '{}'), a.created_at
         FROM staged_rows AS a
         ORDER BY a.idx
         RETURNING id, seq

@@ -6,40 +6,158 @@
 -- its rows) by one INSERT ... SELECT in file order under the threads' row locks, so the row
 -- triggers run as for append_message and seq follows the file. Identity: thread id; thread and
 -- ordinal; thread, generation and position. A second import of a file writes nothing.
+--
+-- Every step is one statement over the whole file, and the common case costs no function call
+-- per line: the lines are parsed by one cast, a well-formed message is recognised by an inlined
+-- expression, its time and blocks are cast in the statement that stages it, and only when one of
+-- those raises is the file gone over line by line (with an exception block per line) to name the
+-- lines at fault. The checks that follow update only the rows they reject.
+--
+-- A file imported whole is recorded in ember.import_files by its digest, with what it held and a
+-- fingerprint of its threads as the import left them (import_fingerprint). Importing it again
+-- while the fingerprint still holds (nothing was appended to, ended, erased from or changed in
+-- those threads) is answered from the record without reading the file: every record is present.
+-- Anything else goes through the whole path, which reaches the same answer the long way.
 
-CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE)
+-- The threads' state as far as an import can tell: each thread row, and per generation its
+-- bounds, its last row and how many of its rows were erased.
+CREATE OR REPLACE FUNCTION ember.import_fingerprint(p_threads text[])
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT md5(coalesce(string_agg(x.part, E'\n' ORDER BY x.id), ''))
+    FROM (
+        SELECT u.id, concat_ws('|', u.id, t.kind, t.status, t.seal_tier, t.category, t.model,
+            t.title, t.created_at, (
+                SELECT string_agg(concat_ws(':', g.ordinal, g.started_at, g.ended_at, p.last_seq, (
+                        SELECT count(*) FROM ember.messages AS m
+                        WHERE m.generation_id = g.id AND m.erased_by IS NOT NULL
+                    )), ',' ORDER BY g.ordinal)
+                FROM ember.generations AS g
+                LEFT JOIN ember.generation_progress AS p ON p.generation_id = g.id
+                WHERE g.thread_id = t.id
+            )) AS part
+        FROM unnest(p_threads) AS u (id)
+        LEFT JOIN ember.threads AS t ON t.id = u.id
+    ) AS x
+$$;
+
+-- What a file with this digest holds, all of it present, when it was imported whole before and
+-- its threads are as that import left them; NULL otherwise (the file must be read).
+CREATE OR REPLACE FUNCTION ember.import_known(p_digest text)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT jsonb_build_object('written', true, 'threads', 0, 'generations', 0, 'messages', 0,
+        'present', (f.held ->> 'messages')::integer,
+        'threads_present', (f.held ->> 'threads')::integer,
+        'generations_present', (f.held ->> 'generations')::integer,
+        'rejected', '[]'::jsonb, 'known', true)
+    FROM ember.import_files AS f
+    WHERE f.digest = p_digest AND f.fingerprint = ember.import_fingerprint(f.threads)
+$$;
+
+-- The staged message rows of the file (staged_rows plus the import's columns), numbered within
+-- their generation. Raises a data exception when a time or blocks value does not cast.
+CREATE OR REPLACE FUNCTION ember.import_stage_messages()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM ember.staged_rows_reset();
+    ALTER TABLE staged_rows
+    ADD COLUMN IF NOT EXISTS ordinal integer,
+    ADD COLUMN IF NOT EXISTS position bigint,
+    ADD COLUMN IF NOT EXISTS present boolean NOT NULL DEFAULT false,
+    ADD COLUMN IF NOT EXISTS file_from_thread text;
+    INSERT INTO staged_rows (
+        idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+        from_thread, created_at, ordinal, position
+    )
+    SELECT
+        x.lineno, x.doc ->> 'thread', x.doc ->> 'role',
+        coalesce(x.doc ->> 'author', CASE x.doc ->> 'role'
+            WHEN 'user' THEN 'human' WHEN 'assistant' THEN 'agent' ELSE 'system' END),
+        x.doc ->> 'content', (x.doc ->> 'blocks')::json, x.doc ->> 'tool_call_id',
+        x.doc ->> 'tool_name', x.doc ->> 'tool_status', x.doc ->> 'from_thread',
+        (x.doc ->> 'created_at')::timestamptz, (x.doc ->> 'generation')::integer,
+        row_number() OVER (
+            PARTITION BY x.doc ->> 'thread', (x.doc ->> 'generation')::integer ORDER BY x.lineno
+        )
+    FROM import_records AS x
+    WHERE x.type = 'message' AND x.error IS NULL;
+END;
+$$;
+
+-- The digest is the file's SHA-256 (hex), recorded when the file is taken whole.
+DROP FUNCTION IF EXISTS ember.import_staged(boolean);
+CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE, p_digest text DEFAULT NULL)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 DECLARE
     r record;
     v_threads integer := 0;
+    v_threads_present integer := 0;
     v_generations integer := 0;
+    v_generations_present integer := 0;
     v_messages integer := 0;
     v_present integer := 0;
     v_rejected jsonb;
-BEGIN
-    DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations;
-
-    -- 1. Every line: JSON, an object, a known type, well-formed fields.
-    CREATE TEMP TABLE import_records ON COMMIT DROP AS
-    SELECT l.lineno, j.doc, j.doc ->> 'type' AS type, CASE
+    v_records constant text := $q$
+        CREATE TEMP TABLE import_records ON COMMIT DROP AS
+        SELECT l.lineno, j.doc, j.doc ->> 'type' AS type, CASE
             WHEN j.doc IS NULL THEN 'not JSON'
             WHEN jsonb_typeof(j.doc) <> 'object' THEN 'not a JSON object but ' || jsonb_typeof(j.doc)
             WHEN jsonb_typeof(j.doc -> 'type') IS DISTINCT FROM 'string'
                 OR j.doc ->> 'type' NOT IN ('thread', 'generation', 'message')
                 THEN 'unknown record type ' || coalesce((j.doc -> 'type')::text, '(none)')
-            WHEN j.doc ->> 'type' = 'message' AND ember.import_message_ok(j.doc) THEN NULL
+            WHEN j.doc ->> 'type' = 'message'
+                AND (j.doc - ARRAY[
+                    'type', 'thread', 'generation', 'role', 'author', 'content', 'blocks',
+                    'tool_call_id', 'tool_name', 'tool_status', 'from_thread', 'created_at'
+                ]) = '{}'::jsonb
+                AND jsonb_typeof(j.doc -> 'thread') = 'string'
+                AND jsonb_typeof(j.doc -> 'generation') = 'number'
+                AND j.doc ->> 'generation' ~ '^[0-9]{1,9}$'
+                AND jsonb_typeof(j.doc -> 'role') = 'string'
+                AND jsonb_typeof(j.doc -> 'content') = 'string'
+                AND jsonb_typeof(j.doc -> 'created_at') = 'string'
+                AND coalesce(jsonb_typeof(j.doc -> 'author'), 'null') IN ('string', 'null')
+                AND coalesce(jsonb_typeof(j.doc -> 'blocks'), 'null') IN ('string', 'null')
+                AND coalesce(jsonb_typeof(j.doc -> 'tool_call_id'), 'null') IN ('string', 'null')
+                AND coalesce(jsonb_typeof(j.doc -> 'tool_name'), 'null') IN ('string', 'null')
+                AND coalesce(jsonb_typeof(j.doc -> 'tool_status'), 'null') IN ('string', 'null')
+                AND coalesce(jsonb_typeof(j.doc -> 'from_thread'), 'null') IN ('string', 'null')
+                THEN NULL
             ELSE ember.import_record_error(j.doc ->> 'type', j.doc)
         END AS error
-    FROM pg_temp.import_lines AS l
-    CROSS JOIN LATERAL (
-        -- jsonb, parsed once per line (OFFSET 0 keeps the planner from copying the parse into
-        -- every use of doc); json would re-parse the line for every field read. Raw blocks
-        -- travel as a JSON string, whose value jsonb keeps exactly.
-        SELECT ember.text_to_jsonb_or_null(l.line) AS doc
-        OFFSET 0
-    ) AS j;
+        FROM pg_temp.import_lines AS l
+        -- OFFSET 0 keeps the planner from copying the parse into every use of doc.
+        CROSS JOIN LATERAL (SELECT %s AS doc OFFSET 0) AS j
+    $q$;
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations,
+        pg_temp.import_stored, pg_temp.import_targets;
+    -- The file's rows are sorted and hashed whole; the default work_mem sends a file of a few
+    -- tens of megabytes to disk. For this transaction only.
+    IF pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('64MB') THEN
+        PERFORM set_config('work_mem', '64MB', true);
+    END IF;
+
+    -- 1. Every line: JSON, an object, a known type, well-formed fields. All lines are parsed by
+    -- one cast; only if one of them is not JSON is each parsed in its own exception block
+    -- (text_to_jsonb_or_null), so that the others are kept and the bad ones named. The shape
+    -- of a message (no unknown field, each field of its JSON type; its time and blocks are cast
+    -- where it is staged) is written out in the statement rather than called: every function
+    -- in schema ember has a pinned search_path, which keeps PostgreSQL from inlining it, and
+    -- the call per line cost more than the parse. Other lines, and messages the expression
+    -- does not clear, go to import_record_error for the reason.
+    BEGIN
+        EXECUTE format(v_records, 'l.line::jsonb');
+    EXCEPTION WHEN data_exception THEN
+        EXECUTE format(v_records, 'ember.text_to_jsonb_or_null(l.line)');
+    END;
     -- Temporary tables have no statistics until analyzed; a guess may nest loops.
     CREATE UNIQUE INDEX ON import_records (lineno);
     ANALYZE import_records;
@@ -155,38 +273,20 @@ BEGIN
     DELETE FROM import_generations AS ig
     WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = ig.lineno AND x.error IS NOT NULL);
 
-    -- 4. Messages, staged as append_messages stages its rows and checked by the same rules.
-    PERFORM ember.staged_rows_reset();
-    INSERT INTO staged_rows (
-        idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
-        from_thread, created_at
-    )
-    SELECT
-        x.lineno, x.doc ->> 'thread', x.doc ->> 'role',
-        coalesce(x.doc ->> 'author', CASE x.doc ->> 'role'
-            WHEN 'user' THEN 'human' WHEN 'assistant' THEN 'agent' ELSE 'system' END),
-        x.doc ->> 'content', (x.doc ->> 'blocks')::json, x.doc ->> 'tool_call_id',
-        x.doc ->> 'tool_name', x.doc ->> 'tool_status', x.doc ->> 'from_thread',
-        (x.doc ->> 'created_at')::timestamptz
-    FROM import_records AS x
-    WHERE x.type = 'message' AND x.error IS NULL;
+    -- 4. Messages, staged as append_messages stages its rows and checked by the same rules. A
+    -- time or blocks value that does not cast stops the one staging statement; then the
+    -- message lines are checked one by one for the reason, and staged again without them.
+    BEGIN
+        PERFORM ember.import_stage_messages();
+    EXCEPTION WHEN data_exception THEN
+        UPDATE import_records AS x SET error = ember.import_record_error('message', x.doc)
+        WHERE x.type = 'message' AND x.error IS NULL AND NOT ember.import_message_ok(x.doc);
+        PERFORM ember.import_stage_messages();
+    END;
     CREATE INDEX IF NOT EXISTS staged_rows_idx ON staged_rows (idx);
     ANALYZE staged_rows;
-    ALTER TABLE staged_rows
-    ADD COLUMN IF NOT EXISTS ordinal integer,
-    ADD COLUMN IF NOT EXISTS position bigint,
-    ADD COLUMN IF NOT EXISTS present boolean NOT NULL DEFAULT false,
-    ADD COLUMN IF NOT EXISTS file_from_thread text;
-    UPDATE staged_rows AS a SET ordinal = p.ordinal, position = p.position
-    FROM (
-        SELECT s.idx, (x.doc ->> 'generation')::integer AS ordinal,
-            row_number() OVER (PARTITION BY s.thread_id, (x.doc ->> 'generation')::integer ORDER BY s.idx) AS position
-        FROM staged_rows AS s INNER JOIN import_records AS x ON x.lineno = s.idx
-    ) AS p
-    WHERE p.idx = a.idx;
 
     -- The stored rows of the threads the file writes to, numbered within their generation.
-    DROP TABLE IF EXISTS pg_temp.import_stored;
     CREATE TEMP TABLE import_stored ON COMMIT DROP AS
     SELECT g.thread_id, g.ordinal, m.role, m.content, m.created_at,
         row_number() OVER (PARTITION BY m.generation_id ORDER BY m.seq) AS position
@@ -208,30 +308,43 @@ BEGIN
     FROM import_stored AS st
     WHERE st.thread_id = a.thread_id AND st.ordinal = a.ordinal AND st.position = a.position;
 
-    UPDATE staged_rows AS a SET (error_code, error) = (
-        'import', CASE
-            WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = a.thread_id)
-                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.thread_id)
-                THEN format('unknown thread "%s"', a.thread_id)
-            WHEN EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.thread_id AND t.status = 'archived')
-                THEN format('thread "%s" is archived: it takes no new messages', a.thread_id)
-            WHEN NOT EXISTS (SELECT 1 FROM import_generations AS ig WHERE ig.thread_id = a.thread_id AND ig.ordinal = a.ordinal)
-                AND NOT EXISTS (
-                    SELECT 1 FROM ember.generations AS g
-                    INNER JOIN ember.threads AS t ON t.id = g.thread_id
-                    WHERE g.thread_id = a.thread_id AND g.ordinal = a.ordinal
-                        AND NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = t.id AND NOT it.stored))
-                -- create_thread opens generation 1 of a new thread: a file may leave it implicit.
-                AND NOT (a.ordinal = 1 AND EXISTS (
-                    SELECT 1 FROM import_threads AS it WHERE it.id = a.thread_id AND NOT it.stored))
-                THEN format('thread "%s" has no generation %s', a.thread_id, a.ordinal)
-            WHEN a.from_thread IS NOT NULL
-                AND NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = a.from_thread)
-                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.from_thread)
-                THEN format('unknown from_thread "%s"', a.from_thread)
-        END)
-    WHERE a.error IS NULL AND NOT a.present;
-    UPDATE staged_rows SET error_code = NULL WHERE error IS NULL;
+    -- Where a row may go: a generation of the file, a stored generation of a thread that is not
+    -- archived, or generation 1 of a thread the file creates (create_thread opens it, so a file
+    -- may leave it implicit). Only the rows that go elsewhere, or come from another thread, are
+    -- asked why.
+    CREATE TEMP TABLE import_targets ON COMMIT DROP AS
+    SELECT ig.thread_id, ig.ordinal FROM import_generations AS ig
+    WHERE NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = ig.thread_id AND t.status = 'archived')
+    UNION
+    SELECT g.thread_id, g.ordinal
+    FROM ember.generations AS g INNER JOIN ember.threads AS t ON t.id = g.thread_id
+    WHERE t.status <> 'archived' AND g.thread_id IN (SELECT DISTINCT a.thread_id FROM staged_rows AS a)
+    UNION
+    SELECT it.id, 1 FROM import_threads AS it WHERE NOT it.stored;
+    ANALYZE import_targets;
+
+    UPDATE staged_rows AS a SET (error_code, error) = ('import', c.error)
+    FROM (
+        SELECT s.idx, CASE
+            WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = s.thread_id)
+                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = s.thread_id)
+                THEN format('unknown thread "%s"', s.thread_id)
+            WHEN EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = s.thread_id AND t.status = 'archived')
+                THEN format('thread "%s" is archived: it takes no new messages', s.thread_id)
+            WHEN NOT EXISTS (SELECT 1 FROM import_targets AS o WHERE o.thread_id = s.thread_id AND o.ordinal = s.ordinal)
+                THEN format('thread "%s" has no generation %s', s.thread_id, s.ordinal)
+            WHEN s.from_thread IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = s.from_thread)
+                AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = s.from_thread)
+                THEN format('unknown from_thread "%s"', s.from_thread)
+        END AS error
+        FROM staged_rows AS s
+        WHERE s.error IS NULL AND NOT s.present AND (
+            s.from_thread IS NOT NULL
+            OR NOT EXISTS (SELECT 1 FROM import_targets AS o WHERE o.thread_id = s.thread_id AND o.ordinal = s.ordinal)
+        )
+    ) AS c
+    WHERE a.idx = c.idx AND c.error IS NOT NULL;
 
     -- append_message's own rules for the rows to write (staged_rows_check). A from_thread
     -- defined in this file is not stored yet: it is set aside for the check, and the flow
@@ -252,13 +365,19 @@ BEGIN
         SELECT s.idx, greatest(
             max(s.created_at) FILTER (WHERE s.error IS NULL) OVER (PARTITION BY s.thread_id ORDER BY s.idx
                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
-            (SELECT max(p.last_message_at) FROM ember.generation_progress AS p WHERE p.thread_id = s.thread_id),
-            coalesce(
-                (SELECT it.created_at FROM import_threads AS it WHERE it.id = s.thread_id AND NOT it.stored),
-                (SELECT t.created_at FROM ember.threads AS t WHERE t.id = s.thread_id)
-            )
+            f.floor
         ) AS latest
         FROM staged_rows AS s
+        LEFT JOIN (
+            SELECT d.thread_id, greatest(
+                (SELECT max(p.last_message_at) FROM ember.generation_progress AS p WHERE p.thread_id = d.thread_id),
+                coalesce(
+                    (SELECT it.created_at FROM import_threads AS it WHERE it.id = d.thread_id AND NOT it.stored),
+                    (SELECT t.created_at FROM ember.threads AS t WHERE t.id = d.thread_id)
+                )
+            ) AS floor
+            FROM (SELECT DISTINCT a.thread_id FROM staged_rows AS a) AS d
+        ) AS f ON f.thread_id = s.thread_id
     ) AS b
     WHERE b.idx = a.idx AND a.error IS NULL AND NOT a.present AND a.created_at < b.latest;
 
@@ -271,13 +390,22 @@ BEGIN
 
     IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
         RETURN jsonb_build_object('written', false, 'threads', 0, 'generations', 0, 'messages', 0,
-            'present', 0, 'rejected', v_rejected);
+            'present', 0, 'threads_present', 0, 'generations_present', 0, 'rejected', v_rejected);
     END IF;
+
+    -- What the file holds, counted before anything is written: a generation record is new
+    -- (generation 1 of a thread the file creates is one, though create_thread opens it) or
+    -- present, and so is a thread record.
+    SELECT count(*) FILTER (WHERE NOT it.stored), count(*) FILTER (WHERE it.stored)
+    INTO v_threads, v_threads_present
+    FROM import_threads AS it;
+    SELECT count(*) FILTER (WHERE ig.stored_id IS NULL), count(*) FILTER (WHERE ig.stored_id IS NOT NULL)
+    INTO v_generations, v_generations_present
+    FROM import_generations AS ig;
 
     -- 5. Write. Threads first (create_thread opens generation 1 at the thread's creation).
     FOR r IN SELECT * FROM import_threads AS it WHERE NOT it.stored ORDER BY it.lineno LOOP
         PERFORM ember.create_thread(r.id, r.kind, r.title, r.category, r.seal_tier, r.model, r.created_at);
-        v_threads := v_threads + 1;
     END LOOP;
     PERFORM 1 FROM ember.threads AS t
     WHERE t.id IN (SELECT ig.thread_id FROM import_generations AS ig UNION SELECT a.thread_id FROM staged_rows AS a)
@@ -297,31 +425,37 @@ BEGIN
         FROM import_generations AS ig WHERE ig.stored_id IS NULL GROUP BY ig.thread_id
     ) AS n
     WHERE g.thread_id = n.thread_id AND g.ended_at IS NULL;
-    WITH ins AS (
-        INSERT INTO ember.generations (thread_id, ordinal, started_at, ended_at)
-        SELECT ig.thread_id, ig.ordinal, ig.started_at, ig.ended_at
-        FROM import_generations AS ig WHERE ig.stored_id IS NULL
-        ORDER BY ig.thread_id, ig.ordinal
-        RETURNING 1
+    INSERT INTO ember.generations (thread_id, ordinal, started_at, ended_at)
+    SELECT ig.thread_id, ig.ordinal, ig.started_at, ig.ended_at
+    FROM import_generations AS ig WHERE ig.stored_id IS NULL
+    ORDER BY ig.thread_id, ig.ordinal;
+
+    -- Messages in file order, so seq follows it (nextval is computed above the sort). Marked as
+    -- a sanctioned insert for messages_arrival_guard (991_input_guards.sql). When no row comes
+    -- from another thread, no row of the statement can widen a generation's labels, so each row
+    -- carries its generation's labels, looked up once per generation ('labelled'); otherwise the
+    -- row trigger stamps every row, and labels brought by a row from another thread widen its
+    -- generation in that row's own insert trigger, so later rows of the same statement carry
+    -- them (functions/020_labels.sql).
+    PERFORM set_config('ember.inserting_message', CASE
+        WHEN EXISTS (
+            SELECT 1 FROM staged_rows AS a
+            WHERE a.error IS NULL AND NOT a.present AND a.from_thread <> a.thread_id
+        ) THEN 'on' ELSE 'labelled' END, true);
+    WITH target AS MATERIALIZED (
+        SELECT g.id, g.thread_id, g.ordinal, ember.generation_labels(g.id) AS labels
+        FROM ember.generations AS g
+        WHERE g.thread_id IN (SELECT DISTINCT a.thread_id FROM staged_rows AS a)
     )
-    SELECT count(*) INTO v_generations FROM ins;
-
-    UPDATE staged_rows AS a SET generation_id = g.id
-    FROM ember.generations AS g WHERE g.thread_id = a.thread_id AND g.ordinal = a.ordinal;
-
-    -- Messages in file order, so seq follows it. Labels brought by a row from another thread
-    -- widen its generation in the row's own insert trigger, so later rows of the same statement
-    -- carry them (functions/020_labels.sql). Marked as a sanctioned insert for
-    -- messages_arrival_guard (991_input_guards.sql).
-    PERFORM set_config('ember.inserting_message', 'on', true);
     INSERT INTO ember.messages (
         seq, thread_id, generation_id, role, author, content, blocks,
-        tool_call_id, tool_name, tool_status, from_thread, created_at
+        tool_call_id, tool_name, tool_status, from_thread, categories, created_at
     )
     SELECT
-        nextval('ember.message_seq'), a.thread_id, a.generation_id, a.role, a.author, a.content,
-        a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, a.created_at
+        nextval('ember.message_seq'), a.thread_id, g.id, a.role, a.author, a.content,
+        a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread, g.labels, a.created_at
     FROM staged_rows AS a
+    INNER JOIN target AS g ON g.thread_id = a.thread_id AND g.ordinal = a.ordinal
     WHERE a.error IS NULL AND NOT a.present
     ORDER BY a.idx;
     GET DIAGNOSTICS v_messages = ROW_COUNT;
@@ -338,7 +472,29 @@ BEGIN
         PERFORM ember.set_thread_status(r.id, r.status, r.created_at);
     END LOOP;
 
+    -- A file taken whole is remembered, so that importing it again can be answered at once.
+    IF p_digest IS NOT NULL AND jsonb_array_length(v_rejected) = 0 THEN
+        INSERT INTO ember.import_files AS f (digest, threads, held, fingerprint)
+        SELECT p_digest, d.threads,
+            jsonb_build_object('threads', v_threads + v_threads_present,
+                'generations', v_generations + v_generations_present,
+                'messages', v_messages + v_present),
+            ember.import_fingerprint(d.threads)
+        FROM (
+            SELECT coalesce(array_agg(DISTINCT u.id ORDER BY u.id), '{}') AS threads
+            FROM (
+                SELECT it.id FROM import_threads AS it
+                UNION SELECT ig.thread_id FROM import_generations AS ig
+                UNION SELECT a.thread_id FROM staged_rows AS a
+            ) AS u
+        ) AS d
+        ON CONFLICT (digest) DO UPDATE SET
+            threads = excluded.threads, held = excluded.held, fingerprint = excluded.fingerprint,
+            imported_at = excluded.imported_at;
+    END IF;
+
     RETURN jsonb_build_object('written', true, 'threads', v_threads, 'generations', v_generations,
-        'messages', v_messages, 'present', v_present, 'rejected', v_rejected);
+        'messages', v_messages, 'present', v_present, 'threads_present', v_threads_present,
+        'generations_present', v_generations_present, 'rejected', v_rejected);
 END;
 $$;

@@ -59,7 +59,35 @@ FOR EACH ROW EXECUTE FUNCTION ember.key_length_guard();
 -- after); a bare INSERT, which would skip the thread lock that orders seq (invariant 8), the
 -- archive check and author rules, is told which function to call. A transaction-local flag
 -- rather than a check of the caller's role: the owner and superusers are refused as well, which
--- is the point, since privileges already stop everyone else.
+-- is the point, since privileges already stop everyone else. The flag is 'on', or 'labelled'
+-- when the inserting function has stamped each row's labels itself (messages_stamp_labels,
+-- 020_labels.sql).
+--
+-- The flag is checked once per statement, and the limits are read once per statement into
+-- transaction-local settings that the row trigger's WHEN clause compares against: a row within
+-- the limits (nearly every row) costs no function call at all. Reading the settings table for
+-- every row was most of the cost of a bulk write (three lookups a row).
+CREATE OR REPLACE FUNCTION ember.messages_arrival_statement()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF coalesce(current_setting('ember.inserting_message', true), '') NOT IN ('on', 'labelled') THEN
+        RAISE EXCEPTION 'messages are added with ember.append_message(), not inserted directly'
+            USING ERRCODE = 'EM091',
+                  HINT = 'SELECT ember.append_message(thread, role, content, ...); copies: ember.copy_messages()';
+    END IF;
+    PERFORM set_config('ember.guard_max_message_bytes', ember.setting_int('max_message_bytes')::text, true);
+    PERFORM set_config('ember.guard_max_key_chars', ember.setting_int('max_key_chars')::text, true);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_arrival_check
+BEFORE INSERT ON ember.messages
+FOR EACH STATEMENT EXECUTE FUNCTION ember.messages_arrival_statement();
+
+-- A row over a limit: named, with the limit, by the setting's own reading.
 CREATE OR REPLACE FUNCTION ember.messages_arrival_guard()
 RETURNS trigger
 LANGUAGE plpgsql
@@ -67,11 +95,6 @@ AS $$
 DECLARE
     v_limit integer := ember.setting_int('max_message_bytes');
 BEGIN
-    IF coalesce(current_setting('ember.inserting_message', true), '') <> 'on' THEN
-        RAISE EXCEPTION 'messages are added with ember.append_message(), not inserted directly'
-            USING ERRCODE = 'EM091',
-                  HINT = 'SELECT ember.append_message(thread, role, content, ...); copies: ember.copy_messages()';
-    END IF;
     PERFORM ember.check_key_length('tool call id', new.tool_call_id);
     PERFORM ember.check_key_length('tool name', new.tool_name);
     IF octet_length(new.content) > v_limit THEN
@@ -85,7 +108,13 @@ $$;
 
 CREATE OR REPLACE TRIGGER messages_arrival_guard
 BEFORE INSERT ON ember.messages
-FOR EACH ROW EXECUTE FUNCTION ember.messages_arrival_guard();
+FOR EACH ROW
+WHEN (
+    octet_length(new.content) > current_setting('ember.guard_max_message_bytes', TRUE)::integer
+    OR length(new.tool_call_id) > current_setting('ember.guard_max_key_chars', TRUE)::integer
+    OR length(new.tool_name) > current_setting('ember.guard_max_key_chars', TRUE)::integer
+)
+EXECUTE FUNCTION ember.messages_arrival_guard();
 
 -- A thread that ends or is archived cancels its running shadow run: the run is flagged so its
 -- submit records 'cancelled' and no proposals (invariant 6), and the worker is told through

@@ -104,3 +104,37 @@ def test_a_port_in_use_is_a_clear_error(server: EmbeddedServer) -> None:
 def test_socket_dir_is_short_for_any_root() -> None:
     lay = Layout(Path("/" + "deep/" * 40))
     assert len(str(lay.socket_dir / ".s.PGSQL.65535").encode()) < 107
+
+
+def test_cli_url_from_anywhere_inside_the_checkout(server: EmbeddedServer) -> None:
+    """`ember db url` in a subdirectory finds the checkout's server; outside any checkout it
+    names the directory it looked in."""
+    url = server.start()
+    root = server.layout.root
+    (root / "pyproject.toml").write_text("[project]\nname = 'a-checkout'\n")
+    (root / "db").mkdir(exist_ok=True)
+    inside = root / "docs" / "deeper"
+    inside.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "EMBER_HOME")}
+    out = subprocess.run(
+        [sys.executable, "-m", "ember.cli", "db", "url"],
+        env=env,
+        cwd=inside,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout == url + "\n"
+    outside = Path(tempfile.mkdtemp(prefix="not-a-checkout-"))
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "ember.cli", "db", "url"],
+            env=env,
+            cwd=outside,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    assert out.returncode != 0 and out.stdout == ""
+    assert str(outside.resolve()) in out.stderr and "EMBER_HOME" in out.stderr

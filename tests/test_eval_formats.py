@@ -159,8 +159,9 @@ def test_the_import_file_keeps_the_order_and_the_dates(db: str, tmp_path: Path) 
     with psycopg.connect(db) as conn:
         result = run_import(conn, path, partial=False, progress=False)
         assert result.written and not result.rejected
-        # Generation 1 opens with its thread; the import writes the other two.
-        assert (result.threads, result.generations, result.messages) == (1, 2, 32)
+        # The file's three generation records, generation 1 among them (it opens with its
+        # thread, and still counts as one the file brought).
+        assert (result.threads, result.generations, result.messages) == (1, 3, 32)
         thread = conn.execute(
             "SELECT kind, status, title FROM ember.threads WHERE id = 'eval-0001'"
         ).fetchone()

@@ -125,6 +125,68 @@ def test_reimporting_the_same_file_changes_nothing(db: str, tmp_path: Path) -> N
     assert (_counts(db), _export(db)) == before
 
 
+def test_reimporting_an_unchanged_file_is_answered_without_reading_it(
+    db: str, tmp_path: Path
+) -> None:
+    path = _write(tmp_path / "in.jsonl", _corpus())
+    with psycopg.connect(db) as conn:
+        first = run_import(conn, path, partial=False, progress=False)
+        again = run_import(conn, path, partial=False, progress=False)
+    assert not first.known
+    assert again.known, "the file's digest and its threads' fingerprint answer it"
+    assert (again.threads_present, again.generations_present, again.present) == (3, 4, 6)
+    assert (again.threads, again.generations, again.messages) == (0, 0, 0)
+
+
+def test_a_file_whose_threads_changed_since_is_read_again(db: str, tmp_path: Path) -> None:
+    path = _write(tmp_path / "in.jsonl", _corpus())
+    with psycopg.connect(db) as conn:
+        run_import(conn, path, partial=False, progress=False)
+        conn.execute("SELECT ember.append_message('trip', 'assistant', 'later')")
+        conn.commit()
+        again = run_import(conn, path, partial=False, progress=False)
+    assert not again.known, "a thread of the file took a row since: the file is read"
+    assert again.written and not again.rejected
+    assert (again.messages, again.present, again.generations_present) == (0, 6, 4)
+    assert _counts(db)[2] == 7
+
+
+def test_the_summary_counts_what_the_file_holds(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Generation 1 of a new thread is opened by create_thread, yet it is one of the file's
+    generation records; on a second run every kind is counted as already present."""
+    from ember.cli import main
+
+    monkeypatch.setenv("DATABASE_URL", db)
+    path = _write(tmp_path / "in.jsonl", _corpus())
+    assert main(["import", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "imported 3 threads, 4 generations, 6 messages (already present: 0 threads, "
+        "0 generations, 0 messages; 0 lines rejected)"
+    )
+    assert main(["import", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "imported 0 threads, 0 generations, 0 messages (already present: 3 threads, "
+        "4 generations, 6 messages; 0 lines rejected)"
+    )
+
+
+def test_an_import_leaves_the_tables_it_wrote_analyzed(db: str, tmp_path: Path) -> None:
+    path = _write(tmp_path / "in.jsonl", _corpus())
+    with psycopg.connect(db) as conn:
+        run_import(conn, path, partial=False, progress=False)
+        rows = conn.execute(
+            "SELECT relname, last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL "
+            "FROM pg_stat_user_tables WHERE schemaname = 'ember' "
+            "AND relname IN ('threads', 'generations', 'messages', 'generation_progress') "
+            "ORDER BY relname"
+        ).fetchall()
+    assert rows == [
+        ("generation_progress", True), ("generations", True), ("messages", True), ("threads", True)
+    ]  # fmt: skip
+
+
 BAD_LINES = {
     "corrupt line": ('{"type": "message", "thread": ', "not JSON"),
     "not an object": ("[1, 2]", "not a JSON object"),

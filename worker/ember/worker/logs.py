@@ -2,13 +2,20 @@
 
 Secrets are kept out twice: nothing logs a key on purpose, and a filter masks every configured
 secret value in the final text, so a key quoted in some library's error message is masked too.
+
+In JSON mode the log is JSON lines whatever a library prints: sys.stdout and sys.stderr are
+replaced by streams that turn each line written to them into a record of logger
+`ember.library` (a progress bar's carriage-return updates become a line each), while the log's
+own handler keeps the real stderr.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import sys
+import threading
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -54,6 +61,49 @@ class TextFormatter(_Masking):
         return self.mask(line)
 
 
+class LibraryOutput(io.TextIOBase):
+    """A text stream whose lines become log records: what a library prints (a progress bar, a
+    notice on stdout) joins the structured log instead of breaking its lines."""
+
+    def __init__(self, logger: logging.Logger, level: int) -> None:
+        super().__init__()
+        self._logger = logger
+        self._level = level
+        self._pending = ""
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        with self._lock:
+            self._pending += text
+            *lines, self._pending = self._pending.replace("\r", "\n").split("\n")
+        for line in lines:
+            self._emit(line)
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            line, self._pending = self._pending, ""
+        self._emit(line)
+
+    def _emit(self, line: str) -> None:
+        # A record that fails to format would be reported on sys.stderr, which is this stream:
+        # such a report is dropped rather than looped.
+        if not line.strip() or getattr(self._local, "busy", False):
+            return
+        self._local.busy = True
+        try:
+            self._logger.log(self._level, line.rstrip())
+        finally:
+            self._local.busy = False
+
+
 def setup(
     *, level: str = "info", fmt: str = "auto", secrets: list[str], stream: TextIO | None = None
 ) -> logging.Logger:
@@ -69,4 +119,8 @@ def setup(
     # Libraries that may log request details at debug level stay at warning.
     for name in ("httpx", "httpx2", "anthropic", "psycopg"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    if fmt == "json":
+        library = logging.getLogger("ember.library")
+        sys.stdout = LibraryOutput(library, logging.INFO)
+        sys.stderr = LibraryOutput(library, logging.WARNING)
     return root
