@@ -1,5 +1,5 @@
 -- Bounds on what one model answer may make the database do (settings in
--- db/migrations/0037_output_bounds.sql). Over a bound the answer is told so (an error tool
+-- db/migrations/0039_output_bounds.sql). Over a bound the answer is told so (an error tool
 -- result) or the proposal is kept rejected with the reason; a step or a submit never fails for
 -- it. Cutting silently was the alternative: the model would never learn its call was not applied.
 

@@ -85,7 +85,7 @@ def rejections(calls: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
-# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0037_output_bounds.sql):
+# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0039_output_bounds.sql):
 # SQL answers the calls past them with an error and applies nothing, so embedding them would
 # only cost time (ten thousand calls took minutes of embedding). If an operator raises the
 # settings, the calls past these are still applied and their facts embedded afterwards.

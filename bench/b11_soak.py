@@ -1,8 +1,8 @@
-"""B10: a bounded soak. Thousands of threads append while two workers run every pipeline
+"""B11: a bounded soak. Thousands of threads append while two workers run every pipeline
 against `ember sim`: no error in either worker's log, no lease that lapsed (every run ends by its
 own submit or release), and each worker's memory flat between the first and the last sample.
 
-    .venv/bin/python bench/b10_soak.py [--threads 2000] [--seconds 120]
+    .venv/bin/python bench/b11_soak.py [--threads 2000] [--seconds 120]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from _worker_common import drop_scratch, machine, scratch_database, write_sectio
 
 from ember.sim import SimServer
 
-DB = "ember_bench_b10"
+DB = "ember_bench_b11"
 EMBER = str(Path(sys.executable).parent / "ember")
 
 
@@ -151,7 +151,7 @@ def main() -> None:
         # compared from a third of the way in, when every pipeline has run.
         first, last = samples[len(samples) // 3], samples[-1]
         lines = [
-            "## B10: soak",
+            "## B11: soak",
             "",
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, load {os.getloadavg()[0]:.2f}.",
             f"{args.threads} threads, {appended} rows appended (half human, each with an offer)"
@@ -177,7 +177,7 @@ def main() -> None:
         print(text)
         for e in errors[:10]:
             print("error:", e)
-        write_section("b10", text)
+        write_section("b11", text)
     finally:
         drop_scratch(DB)
 
