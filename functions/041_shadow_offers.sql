@@ -1,4 +1,4 @@
--- The claim's view of the standing offers (db/migrations/0042_shadow_offers.sql), kept by
+-- The claim's view of the standing offers (db/migrations/0044_shadow_offers.sql), kept by
 -- triggers in the transaction that changes what it depends on.
 --
 -- shadow_offers has a row for a thread exactly when the thread has a standing (not deferred)

@@ -3,11 +3,13 @@
 
 -- When the thread's generation may be offered again after repeated failures, or NULL when it is
 -- not held back. Failures count from the generation's last completed run: a success resets the
--- count; cancelled and abandoned runs neither count nor reset, since neither says anything about
--- whether the model can do the job. The constants are the steward's (settings
--- failure_backoff_after and failure_backoff). The count is state on the generation's progress
--- row, kept by the shadow_runs trigger (functions/080_write_state.sql), so this is one read by
--- primary key however many runs the generation has had.
+-- count. A run abandoned because its lease lapsed counts too: its worker died or wedged on this
+-- thread's work, and an answer that does that once does it on every offer, each a paid call.
+-- Cancelled runs and runs released at a shutdown neither count nor reset, since neither says
+-- anything about the thread. The constants are the steward's (settings failure_backoff_after and
+-- failure_backoff). The count is state on the generation's progress row, kept by the shadow_runs
+-- trigger (functions/080_write_state.sql), so this is one read by primary key however many runs
+-- the generation has had.
 CREATE OR REPLACE FUNCTION ember.shadow_backoff_until(p_thread text, p_generation uuid)
 RETURNS timestamptz
 LANGUAGE plpgsql STABLE
@@ -25,7 +27,7 @@ BEGIN
         FROM ember.shadow_runs AS r
         WHERE r.thread_id = p_thread
             AND r.generation_id = p_generation
-            AND r.status = 'failed'
+            AND (r.status = 'failed' OR (r.status = 'abandoned' AND r.error = 'lease expired'))
             AND r.id > coalesce((
                 SELECT max(c.id) FROM ember.shadow_runs AS c
                 WHERE c.thread_id = p_thread AND c.generation_id = p_generation AND c.status = 'completed'

@@ -146,12 +146,13 @@ $$;
 -- wrong lease token (EM041), an expired lease (EM042), a run that is no longer running
 -- (EM043: completed, failed, cancelled, or abandoned by tick), a malformed envelope (EM044).
 --
--- "Now" for the lease is the outcome's finished_at, else clock_timestamp(): the lease asks
--- whether the model call ended while the run was still ours, and the worker knows when it
--- ended. Trusting the worker's clock is bounded: a run whose lease lapsed is marked abandoned
--- by tick() or a later claim, and then even an honest-looking finished_at is refused by
--- status. Taking the server clock alone would make simulated time (p_now in tests, the
--- simulator) impossible to replay.
+-- A run claimed on the database's clock (its started_at is the clock at the claim,
+-- claimed_clock) is judged on that clock: the lease holds if the submit arrives before it
+-- expires, and the outcome's finished_at is only recorded, kept between the start and the
+-- clock, so a back-dated finished_at cannot pass a lapsed lease and a worker whose clock runs
+-- fast or slow is not refused on time. A run claimed with a simulated "now" (p_now in tests,
+-- ember eval) is judged on its outcome's finished_at, else the clock, as simulated time must
+-- replay.
 --
 -- If cancel was requested (a human spoke in the thread while the run was out), the run is
 -- recorded cancelled with error interrupted-by-user, its tokens and latency kept (they were
@@ -167,6 +168,7 @@ DECLARE
     v_thread text;
     v_reason text;
     v_now timestamptz;
+    v_lease_now timestamptz;
     v_status text;
     v_error text;
     v_labels text[];
@@ -208,9 +210,14 @@ BEGIN
         RAISE EXCEPTION 'shadow run %: malformed outcome: %', p_run, v_reason USING ERRCODE = 'EM044';
     END IF;
     v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
-    IF v_now >= r.lease_expires_at THEN
+    v_lease_now := v_now;
+    IF abs(extract(EPOCH FROM r.started_at - r.claimed_clock)) < 1 THEN
+        v_lease_now := clock_timestamp();
+        v_now := greatest(least(v_now, v_lease_now), r.started_at);
+    END IF;
+    IF v_lease_now >= r.lease_expires_at THEN
         RAISE EXCEPTION 'shadow run %: the lease expired at %, the outcome is from %', p_run,
-            r.lease_expires_at, v_now
+            r.lease_expires_at, v_lease_now
             USING ERRCODE = 'EM042', HINT = 'the run will be abandoned and its thread offered again';
     END IF;
     IF v_now < r.started_at THEN
@@ -271,6 +278,9 @@ BEGIN
                 v_rejected := v_rejected + 1;
             END IF;
         END LOOP;
+        -- The stored rows decide: the bounds trigger (056_output_bounds.sql) may reject more.
+        SELECT count(*) INTO v_rejected FROM ember.shadow_proposals AS sp
+        WHERE sp.run_id = p_run AND sp.validation_error IS NOT NULL;
     END IF;
 
     RETURN jsonb_build_object(

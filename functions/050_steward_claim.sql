@@ -65,7 +65,7 @@ AS $$
 $$;
 
 -- Whether a claim could find steward work now, answered from generation_progress through its
--- partial indexes (db/migrations/0043_steward_due.sql) without reading the backlog: some
+-- partial indexes (db/migrations/0045_steward_due.sql) without reading the backlog: some
 -- generation the steward reads has undigested rows, is covered by the steward model's tags, and
 -- has ended or has had no row for idle_before_digest. It may say true when the backlog's finer
 -- rules (a carrier's rows from before the steward, a thread hidden from the steward) leave

@@ -133,9 +133,11 @@ DECLARE
     b jsonb;
     v_content text;
     v_error boolean;
-    v_results jsonb := '[]';
+    v_results jsonb[] := '{}';
     v_calls integer := 0;
+    v_max_calls integer := ember.setting_int('steward_max_tool_calls');
     v_reminder text;
+    v_started timestamptz := clock_timestamp();
 BEGIN
     r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
     IF p_response IS NULL OR jsonb_typeof(p_response) <> 'object'
@@ -206,7 +208,13 @@ BEGIN
         WHERE x.v ->> 'type' = 'tool_use' ORDER BY x.o
     LOOP
         v_calls := v_calls + 1;
-        IF coalesce(p_rejections, '{}') ? (b ->> 'id') THEN
+        IF v_calls > v_max_calls THEN
+            -- Past the bound nothing applies (and nothing is embedded): each call is answered,
+            -- as the API needs a result for every tool_use, so the model learns to spread its work.
+            v_content := format('not applied: one response may make at most %s tool calls '
+                                '(setting steward_max_tool_calls); make the rest in the next round', v_max_calls);
+            v_error := true;
+        ELSIF coalesce(p_rejections, '{}') ? (b ->> 'id') THEN
             v_content := p_rejections ->> (b ->> 'id');
             v_error := true;
         ELSE
@@ -221,10 +229,12 @@ BEGIN
             CASE WHEN ember.is_safe_tool_name(b ->> 'name') THEN b ->> 'name' END,
             CASE WHEN v_error THEN 'error' ELSE 'ok' END, p_now => p_now
         );
-        v_results := v_results || jsonb_build_object(
+        -- Collected in an array and turned into JSON once at the end: appending to a jsonb
+        -- value copies it, which made each call cost more than the one before.
+        v_results := array_append(v_results, jsonb_build_object(
             'type', 'tool_result', 'tool_use_id', b ->> 'id',
             'content', v_content, 'is_error', v_error
-        );
+        ));
     END LOOP;
 
     IF v_calls = 0 THEN
@@ -233,6 +243,14 @@ BEGIN
     END IF;
 
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    -- The lease judged again at the end, on the time the step took: a step that outlived its lease
+    -- commits nothing (the next claim abandons the run), as a late step refused at the start would.
+    IF p_now + (clock_timestamp() - v_started) >= r.lease_expires_at THEN
+        RAISE EXCEPTION 'steward run %: the lease expired at % while the step ran (% to %)', p_run,
+            r.lease_expires_at, p_now, p_now + (clock_timestamp() - v_started)
+            USING ERRCODE = 'EM063',
+                  HINT = 'the next claim abandons the run; nothing it read was marked digested';
+    END IF;
     -- Out of rounds and not finished: the run fails here, so a worker that keeps calling cannot
     -- spend past the limit, and nothing is marked digested.
     IF r.status = 'running' AND r.rounds >= ember.setting_int('steward_max_rounds') THEN
@@ -245,7 +263,7 @@ BEGIN
         'status', r.status,
         'round', r.rounds,
         'finished', r.status = 'completed',
-        'results', v_results,
+        'results', to_jsonb(v_results),
         'reminder', v_reminder
     );
 END;

@@ -190,7 +190,9 @@ END;
 $$;
 
 -- The text a fact will be stored with (functions/054_fact_text.sql cleans it on insert), refused
--- when nothing is left of it: escapes and white space alone are not a statement.
+-- when nothing is left of it: escapes and white space alone are not a statement. Refused too when
+-- longer than max_fact_chars (checked first, before anything reads the whole text): a fact is a
+-- sentence or two, and one of megabytes would break every later search that returns it.
 CREATE OR REPLACE FUNCTION ember.steward_fact_text_arg(p_input jsonb)
 RETURNS text
 LANGUAGE plpgsql
@@ -198,6 +200,7 @@ AS $$
 DECLARE
     v_text text := ember.steward_text_arg(p_input, 'text');
 BEGIN
+    PERFORM ember.steward_bounded_arg(v_text, 'text', 'max_fact_chars');
     IF ember.clean_fact_text(v_text) = '' THEN
         PERFORM ember.steward_tool_error('text must state something: it holds only white space and escapes');
     END IF;
@@ -309,6 +312,7 @@ BEGIN
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
     PERFORM ember.steward_check_keys(p_input, ARRAY['query'], ARRAY['limit']);
     v_query := ember.steward_text_arg(p_input, 'query');
+    PERFORM ember.steward_bounded_arg(v_query, 'query', 'max_query_chars');
     IF p_input ? 'limit' AND jsonb_typeof(p_input -> 'limit') <> 'null' THEN
         v_limit := ember.steward_id_arg(p_input -> 'limit', 'limit');
         IF v_limit > 50 THEN
@@ -317,8 +321,11 @@ BEGIN
     END IF;
     SELECT array_agg(s.fact_id ORDER BY s.ord),
         -- A fact's text is the steward's rewording of what someone wrote: escaped like a rendered
-        -- row, so a line break in it cannot start a line that passes for another fact and its id.
-        string_agg(format('fact %s [%s]: %s', s.fact_id, s.evidence_kind, ember.render_escape(s.text)),
+        -- row, so a line break in it cannot start a line that passes for another fact and its id;
+        -- and shortened, so the tool-result row stays far below max_message_bytes whatever facts
+        -- older bounds let in (explain_fact has the whole text).
+        string_agg(format('fact %s [%s]: %s', s.fact_id, s.evidence_kind,
+                          ember.render_escape(ember.shorten_text(s.text, ember.setting_int('search_result_chars')))),
                    E'\n' ORDER BY s.ord)
     INTO v_ids, v_lines
     FROM ember.search_memory(
@@ -403,6 +410,12 @@ BEGIN
     EXCEPTION
         WHEN SQLSTATE 'EM066' THEN
             content := SQLERRM;
+            is_error := true;
+        -- The model's values reach casts, text search and indexes: a value one of them cannot
+        -- take (a string too long for a tsvector, a number out of range) is the call's error,
+        -- never the step's.
+        WHEN program_limit_exceeded OR data_exception THEN
+            content := format('the database could not apply this call: %s', SQLERRM);
             is_error := true;
     END;
     RETURN NEXT;

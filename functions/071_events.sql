@@ -117,9 +117,22 @@ LANGUAGE sql STABLE
 AS $$
     -- The title is the chat's own text: quoted as a JSON string, so a quote, parenthesis or line
     -- break in it cannot make the report look like it came from another chat. Thread ids are
-    -- already restricted to a safe character set (EM018).
-    SELECT format('Progress report from "%s"%s: %s', t.id, coalesce(' (' || to_json(t.title)::text || ')', ''), p_report)
-    FROM ember.threads AS t WHERE t.id = p_thread
+    -- already restricted to a safe character set (EM018). The body is the chat's text too: a
+    -- one-line body follows the header, and a longer one goes under it with every line quoted
+    -- ("> "), so no line of it starts like a report whatever it says. Every line break a reader
+    -- or a model might honour (CR, vertical tab, form feed, NEL, the Unicode separators) counts
+    -- as one. Quoting the body as a JSON string would be as safe but would read as code to main.
+    SELECT format('Progress report from "%s"%s:%s', t.id, coalesce(' (' || to_json(t.title)::text || ')', ''),
+        CASE WHEN strpos(b.body, E'\n') = 0 THEN ' ' || b.body
+            ELSE E'\n' || regexp_replace(regexp_replace(b.body, '^', '> ', 'gn'), '^> $', '>', 'gn')
+        END)
+    FROM ember.threads AS t
+    CROSS JOIN LATERAL (
+        SELECT regexp_replace(
+            p_report, E'\r\n|[\r\u000b\u000c\u001c\u001d\u001e\u0085\u2028\u2029]', E'\n', 'g'
+        ) AS body
+    ) AS b
+    WHERE t.id = p_thread
 $$;
 
 -- The report_progress tool of a side or task thread: queues the report for main (delivered at
@@ -210,10 +223,11 @@ BEGIN
 END;
 $$;
 
--- main's progress_board tool: every side and task chat main may steer (not isolated, not
--- archived), with its turn state and its latest progress report, most recent report first
--- (chats that never reported last). The reports are rows main has already received, so reading
--- the board adds nothing to main's labels.
+-- main's progress_board tool: every side and task chat main may steer (not archived, and
+-- visible to main by the rule list_threads('main') applies: not isolated, and no label main's
+-- model is not tagged for, since a title is the chat's content), with its turn state and its
+-- latest progress report, most recent report first (chats that never reported last). The
+-- reports are rows main has already received, so reading the board adds nothing to main's labels.
 CREATE OR REPLACE FUNCTION ember.progress_board()
 RETURNS TABLE (
     thread_id text, title text, kind text, status text, running boolean,
@@ -232,5 +246,6 @@ AS $$
         ORDER BY e.id DESC LIMIT 1
     ) AS r ON TRUE
     WHERE t.kind IN ('side', 'task') AND t.status <> 'archived' AND NOT ember.is_isolated(t.id)
+        AND ember.hidden_reason_unchecked((SELECT mt.id FROM ember.threads AS mt WHERE mt.kind = 'main'), t.id) IS NULL
     ORDER BY r.id DESC NULLS LAST, t.created_at, t.id
 $$;

@@ -148,8 +148,9 @@ FOR EACH ROW
 WHEN (new.status = 'completed')
 EXECUTE FUNCTION ember.shadow_runs_note_progress();
 
--- Failure backoff state (shadow_backoff_until): a failed run adds one to its generation's
--- failures since the last completed run and moves last_failed_at; a completed run resets both.
+-- Failure backoff state (shadow_backoff_until): a failed run, or one abandoned because its lease
+-- lapsed, adds one to its generation's failures since the last completed run and moves
+-- last_failed_at; a completed run resets both.
 -- One run per thread runs at a time (shadow_runs_one_running), so runs finish in id order and
 -- this matches counting the failed runs after the last completed one.
 CREATE OR REPLACE FUNCTION ember.shadow_runs_note_failures()
@@ -157,15 +158,15 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF new.status = 'failed' THEN
+    IF new.status = 'completed' THEN
+        UPDATE ember.generation_progress AS p SET failures = 0, last_failed_at = NULL
+        WHERE p.generation_id = new.generation_id AND (p.failures <> 0 OR p.last_failed_at IS NOT NULL);
+    ELSIF new.status = 'failed' OR (new.status = 'abandoned' AND new.error = 'lease expired') THEN
         UPDATE ember.generation_progress AS p SET
             failures = p.failures + 1,
             last_failed_at = CASE WHEN p.last_failed_at IS NULL OR new.finished_at > p.last_failed_at
                 THEN new.finished_at ELSE p.last_failed_at END
         WHERE p.generation_id = new.generation_id;
-    ELSE
-        UPDATE ember.generation_progress AS p SET failures = 0, last_failed_at = NULL
-        WHERE p.generation_id = new.generation_id AND (p.failures <> 0 OR p.last_failed_at IS NOT NULL);
     END IF;
     RETURN NULL;
 END;
@@ -174,13 +175,13 @@ $$;
 CREATE OR REPLACE TRIGGER shadow_runs_note_failures
 AFTER UPDATE OF status ON ember.shadow_runs
 FOR EACH ROW
-WHEN (new.status IN ('failed', 'completed') AND new.status IS DISTINCT FROM old.status)
+WHEN (new.status IN ('failed', 'completed', 'abandoned') AND new.status IS DISTINCT FROM old.status)
 EXECUTE FUNCTION ember.shadow_runs_note_failures();
 
 CREATE OR REPLACE TRIGGER shadow_runs_note_failures_new
 AFTER INSERT ON ember.shadow_runs
 FOR EACH ROW
-WHEN (new.status IN ('failed', 'completed'))
+WHEN (new.status IN ('failed', 'completed', 'abandoned'))
 EXECUTE FUNCTION ember.shadow_runs_note_failures();
 
 -- Digesting (steward_finish sets episode_id) takes rows out of their generation's undigested

@@ -58,6 +58,9 @@ BEGIN
             ('ember_host', 'set_thread_status'),
             ('ember_host', 'set_thread_model'),
             ('ember_host', 'ensure_steward_thread'),
+            -- ember_host: what README tells the host to call once, and sealing a thread.
+            ('ember_host', 'shadow_activate'),
+            ('ember_host', 'seal_thread'),
             ('ember_host', 'note_prefix'),
             ('ember_host', 'turn_started'),
             ('ember_host', 'turn_ended'),
@@ -113,6 +116,7 @@ BEGIN
             ('ember_worker', 'submit_consolidation_run'),
             ('ember_worker', 'extend_consolidation_lease'),
             ('ember_worker', 'release_consolidation_run'),
+            ('ember_worker', 'steward_run_cancel_requested'),
             ('ember_worker', 'search_memory'),
             ('ember_worker', 'facts_to_embed'),
             ('ember_worker', 'set_fact_embedding'),
@@ -136,6 +140,7 @@ BEGIN
             -- ember_worker: why nothing is happening, and the hot path's cache check.
             ('ember_worker', 'work_status'),
             ('ember_worker', 'hot_cache_shortfall'),
+            ('ember_worker', 'model_thinking_retention'),
             -- Every role: which migrations and functions the database runs, for the start-up
             -- check each command makes (names and digests only).
             ('ember_host', 'schema_state'),

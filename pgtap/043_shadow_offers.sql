@@ -100,7 +100,8 @@ SELECT is_empty(
 SELECT set_eq(
     $$SELECT generation_id, failures, last_failed_at FROM ember.generation_progress WHERE failures > 0$$,
     $$SELECT r.generation_id, count(*)::int, max(r.finished_at) FROM ember.shadow_runs AS r
-      WHERE r.status = 'failed' AND r.id > coalesce((SELECT max(c.id) FROM ember.shadow_runs AS c
+      WHERE (r.status = 'failed' OR (r.status = 'abandoned' AND r.error = 'lease expired'))
+        AND r.id > coalesce((SELECT max(c.id) FROM ember.shadow_runs AS c
                                                      WHERE c.generation_id = r.generation_id AND c.status = 'completed'), 0)
       GROUP BY r.generation_id$$,
     'the failure counts kept for backoff equal a recount of the runs'

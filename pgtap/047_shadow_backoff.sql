@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(17);
+SELECT plan(19);
 
 -- T0 = 2026-03-01 12:00 UTC.
 CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
@@ -99,6 +99,25 @@ SELECT pg_temp.run_as('k2', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('c
     AS v (s, m);
 SELECT is(ember.shadow_backoff_until('k2', ember.current_generation('k2')), NULL,
           'nor count as failures: two failures, a cancel and an abandon hold nothing back');
+
+-- A run whose lease lapsed lost its worker on this thread: a poison answer that kills or wedges
+-- the worker does it again on every offer, so lapsed leases count like failures (and the model is
+-- not called every lease period forever). A run released on shutdown says nothing of the thread.
+SELECT ember.create_thread('lapse', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('rel', 'side', p_now => pg_temp.at(-60));
+CREATE FUNCTION pg_temp.run_err(p_thread text, p_status text, p_error text, p_minute integer) RETURNS void
+LANGUAGE sql AS $$
+    INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
+                                   started_at, finished_at, worker, lease_token, lease_expires_at)
+    VALUES (p_thread, ember.current_generation(p_thread), 'cold', 'claude-haiku-4-5', p_status, p_error, 0, 0,
+            pg_temp.at(p_minute), pg_temp.at(p_minute), 'w', gen_random_uuid(), pg_temp.at(p_minute + 5))
+$$;
+SELECT pg_temp.run_err('lapse', 'abandoned', 'lease expired', m) FROM generate_series(1, 3) AS m;
+SELECT is(ember.shadow_backoff_until('lapse', ember.current_generation('lapse')), pg_temp.at(3) + interval '6 hours',
+          'three lapsed leases in a generation hold it back like three failures');
+SELECT pg_temp.run_err('rel', 'abandoned', 'released', m) FROM generate_series(1, 3) AS m;
+SELECT is(ember.shadow_backoff_until('rel', ember.current_generation('rel')), NULL,
+          'runs released at a shutdown do not count');
 
 -- A run the user interrupted whose worker never reports back is recorded cancelled by tick (item 4).
 SELECT ember.create_thread('u', 'side', p_now => pg_temp.at(-60));

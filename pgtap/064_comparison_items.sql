@@ -94,7 +94,6 @@ INSERT INTO ids VALUES
 ('m_solo', pg_temp.msg('deploy', 'user', 'I like green buttons.')),
 ('m_hot', pg_temp.msg('hotty', 'user', 'Use tabs, not spaces.')),
 ('m_secret', pg_temp.msg('secret', 'user', 'The launch code is 1234.'));
-UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'secret';
 
 INSERT INTO ids VALUES
 ('r_cold', pg_temp.run('deploy', 'cold', p_latency => 1000, p_output => 100000)),
@@ -120,6 +119,9 @@ INSERT INTO ids VALUES
 ('f_old', pg_temp.fact('They used MySQL', ARRAY[pg_temp.id('m_old')])),
 ('f_secret', pg_temp.fact('A launch code exists', ARRAY[pg_temp.id('m_secret')])),
 ('f_hot', pg_temp.fact('Tabs, not spaces', ARRAY[pg_temp.id('m_hot')]));
+-- Sealed after a fact cited it: no new pointer may name an isolated thread (EM115), so the
+-- excluded fact is one that cited the thread while it was open.
+UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'secret';
 
 -- 1-2: the reasons agree with the rule shadow itself applies.
 SELECT is(

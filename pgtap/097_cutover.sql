@@ -34,11 +34,13 @@ CREATE FUNCTION pg_temp.ev(VARIADIC p_ids bigint []) RETURNS jsonb LANGUAGE sql 
 $$;
 
 -- A proposal stored as valid by hand, as no submit would store it: the promotion must not trust it.
+-- The next ordinal of its run: within shadow_max_proposals, so the row is stored as valid.
 CREATE FUNCTION pg_temp.forced(p_run bigint, p_text text, p_kind text, p_evidence jsonb) RETURNS bigint
 LANGUAGE sql AS $$
     INSERT INTO ember.shadow_proposals (run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence,
                                         categories, created_at)
-    SELECT r.id, r.thread_id, r.generation_id, 1000 + (SELECT count(*) FROM ember.shadow_proposals), p_text,
+    SELECT r.id, r.thread_id, r.generation_id,
+           (SELECT coalesce(max(p.ordinal), 0) + 1 FROM ember.shadow_proposals AS p WHERE p.run_id = r.id), p_text,
            p_kind, p_evidence, '{}', '2030-03-01 11:01+00'
     FROM ember.shadow_runs AS r WHERE r.id = p_run
     RETURNING id

@@ -62,3 +62,34 @@ def empty_db(server_url: str) -> Iterator[str]:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     yield with_database(server_url, name)
     drop_database(server_url, name)
+
+
+def _server_users() -> set[str]:
+    import pwd
+
+    from ember.embedded import SERVER_USER_PREFIX
+
+    return {p.pw_name for p in pwd.getpwall() if p.pw_name.startswith(SERVER_USER_PREFIX)}
+
+
+_USERS_BEFORE: set[str] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _USERS_BEFORE.update(_server_users())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that passed every reliability scenario writes docs/reliability.md from its figures.
+
+    As root, each temporary checkout's server ran as a system user of its own: those the run
+    created are removed (their servers were stopped with their checkouts), so test runs do not
+    pile up users. A user that still owns a process is left."""
+    import subprocess
+
+    import reliability
+
+    reliability.write_if_complete(session.testsfailed)
+    if os.geteuid() == 0:
+        for user in sorted(_server_users() - _USERS_BEFORE):
+            subprocess.run(["userdel", user], capture_output=True, check=False)

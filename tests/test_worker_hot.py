@@ -24,7 +24,7 @@ from ember.tools import SHADOW_TOOL_NAME
 from ember.worker.jsonspan import scan
 from ember.worker.shadow import PLACEHOLDER, ShadowPipeline
 from simfixtures import words
-from workerkit import API_KEY, InProcessContext, host_on, prepare, proposals, runs
+from workerkit import API_KEY, InProcessContext, as_role, host_on, prepare, proposals, runs
 
 CC = {"type": "ephemeral"}
 SYSTEM = "You are a careful assistant for a small team. " + words("system", 2400)
@@ -106,7 +106,7 @@ def _shadow(url: str, sim: SimServer, mid: int) -> None:
 
     async def go() -> None:
         pipeline = ShadowPipeline()
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(as_role(url), autocommit=True) as conn:
             job = await pipeline.claim(conn, "test", timedelta(minutes=5))
         assert job is not None and job.plan["path"] == "hot", job
         ctx = InProcessContext(url, sim.base_url)

@@ -26,6 +26,14 @@ EMBER = str(Path(sys.executable).parent / "ember")
 API_KEY = "sk-ant-test-NEVER-IN-LOGS-0123456789"
 
 
+def as_role(url: str, role: str = "ember_worker") -> str:
+    """The same login, acting as `role` from its first statement on (libpq's `options`), so a
+    process started with this URL has that role's privileges and no others: the worker runs as
+    ember_worker, the role docs/operations.md prescribes, and any direct table read fails."""
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options=-crole%3D{role}"
+
+
 def prepare(url: str, threads: list[str] | None = None) -> None:
     """main, shadow switched on, and the given side threads."""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -76,8 +84,8 @@ def proposals(url: str) -> list[dict[str, Any]]:
 class InProcessContext:
     """A pipeline Context for running one job inside the test process."""
 
-    def __init__(self, url: str, base_url: str) -> None:
-        self.url = url
+    def __init__(self, url: str, base_url: str, role: str | None = "ember_worker") -> None:
+        self.url = as_role(url, role) if role else url
         self.client = AsyncAnthropic(base_url=base_url, api_key=API_KEY, max_retries=0)
         self.worker_name = "test"
         self.log = logging.LoggerAdapter(logging.getLogger("test"), {})
@@ -117,6 +125,7 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         name: str = "w1",
         cond: threading.Condition | None = None,
+        role: str | None = "ember_worker",
     ) -> None:
         full_env = {
             **os.environ,
@@ -130,7 +139,7 @@ class WorkerProcess:
             EMBER,
             "worker",
             "--database-url",
-            url,
+            as_role(url, role) if role else url,
             "--name",
             name,
             "--log-format",

@@ -18,11 +18,14 @@ and over the socket, must present it (scram-sha-256), and the socket directory i
 server's owner. The URL names the passfile, so psql, pg_prove and psycopg authenticate without
 the password ever appearing in a URL, a process list or a log.
 
-Run as root, the server runs as the system user `ember-pg`. Ember then never follows a link it
+Run as root, the server runs as a system user of its own checkout, `ember-pg-<10 hex>` (named
+from the checkout's path), so one clone's server cannot read another clone's data files. Ember
+reads what that user can write (the server log, the pid files) without following a link, and only
+a regular file it owns. Ember then never follows a link it
 did not make: it changes the owner only of directories it has just created (with lchown), writes
 files in directories that user owns by create-then-rename, refuses a path it cannot hand to
 initdb and pg_ctl intact (they pass -D through a shell), and changes no permission outside
-`.ember/` for good: a parent directory that does not let `ember-pg` through gets search
+`.ember/` for good: a parent directory that does not let the server's user through gets search
 permission for others only while initdb or pg_ctl runs, and its mode back afterwards.
 
 Durability: fsync, full_page_writes and synchronous_commit stay on, so a commit the server
@@ -53,8 +56,14 @@ from urllib.parse import quote
 DATABASE = "ember"
 SUPERUSER = "postgres"
 # PostgreSQL refuses to run as root; when the project runs as root (CI, containers) the server
-# runs as this unprivileged system user, created on first start.
-SERVER_USER = "ember-pg"
+# runs as an unprivileged system user of its own checkout (server_user), created on first start.
+# One user for every checkout was the earlier choice: then any clone's database superuser could
+# read every other clone's data files (COPY ... FROM a path runs as the server's user).
+SERVER_USER_PREFIX = "ember-pg-"
+# The one shared user of earlier versions: a data directory it owns is handed to the checkout's own.
+LEGACY_SERVER_USER = "ember-pg"
+# The most of a file the server's user can write that Ember reads (the log's tail, a pid file).
+READ_LIMIT = 64 * 1024
 
 # Crash-safe: an acknowledged commit is on disk (see the module's docstring).
 DURABILITY = {"fsync": "on", "full_page_writes": "on", "synchronous_commit": "on"}
@@ -173,13 +182,18 @@ class Layout:
         return Path("/tmp") / f"ember-{digest}"
 
 
-def _run_as() -> str | None:
-    return SERVER_USER if os.geteuid() == 0 else None
+def server_user(root: Path) -> str:
+    """The system user the server of the checkout at `root` runs as when Ember runs as root."""
+    return SERVER_USER_PREFIX + hashlib.sha256(str(root).encode()).hexdigest()[:10]
 
 
-def _ensure_server_user() -> None:
+def _run_as(root: Path) -> str | None:
+    return server_user(root) if os.geteuid() == 0 else None
+
+
+def _ensure_server_user(user: str) -> None:
     try:
-        pwd.getpwnam(SERVER_USER)
+        pwd.getpwnam(user)
     except KeyError:
         subprocess.run(
             [
@@ -188,16 +202,15 @@ def _ensure_server_user() -> None:
                 "--no-create-home",
                 "--shell",
                 "/usr/sbin/nologin",
-                SERVER_USER,
+                user,
             ],
             check=True,
             capture_output=True,
         )
 
 
-def _owner() -> tuple[int, int]:
-    """uid and gid the server runs as."""
-    user = _run_as()
+def _owner(user: str | None) -> tuple[int, int]:
+    """uid and gid the server runs as (`user`, or this process when it is None)."""
     if user is None:
         return os.geteuid(), os.getegid()
     entry = pwd.getpwnam(user)
@@ -229,7 +242,7 @@ def _blocking_parents(path: Path, uid: int, gid: int) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _traverse_window(path: Path) -> Iterator[None]:
+def _traverse_window(path: Path, user: str | None) -> Iterator[None]:
     """Let the server's user reach `path` while initdb or pg_ctl needs the path, then put every
     parent's mode back. A running server needs no path: it works inside its data directory.
 
@@ -237,10 +250,10 @@ def _traverse_window(path: Path) -> Iterator[None]:
     permanent o+x on every parent opened the way to anything below them for good. A mode that
     someone else changed in the meantime is left as they set it.
     """
-    if _run_as() is None:
+    if user is None:
         yield
         return
-    uid, gid = _owner()
+    uid, gid = _owner(user)
     opened: list[tuple[Path, int]] = []
     # One window at a time on this machine: a second start under the same parent would see
     # the first window's o+x, open nothing itself, and lose its way when the first closes.
@@ -274,13 +287,30 @@ def _own_dir(path: Path, mode: int, uid: int, gid: int) -> None:
         ) from exc
     try:
         owner = os.fstat(fd).st_uid
-        if owner not in (uid, os.geteuid(), _owner()[0]):
+        if owner not in (uid, os.geteuid()):
             raise EmbeddedError(
                 f"{path} belongs to uid {owner}, not to Ember or its server: "
                 "remove it and start again"
             )
         os.fchown(fd, uid, gid)
         os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def read_owned(path: Path, uid: int, limit: int = READ_LIMIT) -> str:
+    """The last `limit` bytes of `path`, read without following a link: only a regular file with
+    one name, owned by `uid` (the server's user, who can write where it lives), is read. A link or
+    a hard link planted there (by a database superuser, through COPY ... TO PROGRAM) would make
+    root print a file of its choosing."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid not in (uid, os.geteuid()):
+            raise OSError(f"{path} is not a regular file of the server's own")
+        if st.st_size > limit:
+            os.lseek(fd, st.st_size - limit, os.SEEK_SET)
+        return os.read(fd, limit).decode(errors="replace")
     finally:
         os.close(fd)
 
@@ -311,8 +341,9 @@ def _hba(bootstrap: bool) -> str:
     )
 
 
-def _pg(tool: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    user = _run_as()
+def _pg(
+    tool: str, *args: str, user: str | None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     # Drop the group and supplementary groups too: a root gid would be matched against the
     # group bits of root-owned parents (e.g. pytest's 0701 temp dirs) and denied.
     identity: dict[str, object] = (
@@ -363,6 +394,7 @@ def _pick_port() -> int:
 class EmbeddedServer:
     def __init__(self, root: Path | None = None) -> None:
         self.layout = Layout(root or project_root())
+        self.user = _run_as(self.layout.root)
 
     # -- state ---------------------------------------------------------------------------
     @property
@@ -419,10 +451,12 @@ class EmbeddedServer:
     def _prepare(self) -> tuple[int, int]:
         """Directories, each checked or created with its owner and mode; no link followed."""
         lay = self.layout
-        user = _run_as()
+        user = self.user
         if user:
-            _ensure_server_user()
-        uid, gid = _owner()
+            _ensure_server_user(user)
+        uid, gid = _owner(user)
+        if user:
+            self._adopt_legacy(uid, gid)
         for path in (lay.pgdata, lay.log):
             _check_passable(path)
         me = os.geteuid()
@@ -434,6 +468,29 @@ class EmbeddedServer:
         if os.path.lexists(legacy):
             os.unlink(legacy)
         return uid, gid
+
+    def _adopt_legacy(self, uid: int, gid: int) -> None:
+        """Hand a data directory and log that the shared `ember-pg` user of earlier versions owns
+        to this checkout's own user (the server is not running: start() checked). Every entry
+        is re-owned with lchown, so a link inside is re-owned itself, never followed."""
+        try:
+            legacy = pwd.getpwnam(LEGACY_SERVER_USER).pw_uid
+        except KeyError:
+            return
+        lay = self.layout
+        for top in (lay.pgdata, lay.log_dir, lay.socket_dir):
+            try:
+                st = os.lstat(top)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode) or st.st_uid != legacy:
+                continue
+            os.lchown(top, uid, gid)
+            for base, dirs, files in os.walk(top, followlinks=False):
+                for name in dirs + files:
+                    entry = os.path.join(base, name)
+                    if os.lstat(entry).st_uid == legacy:
+                        os.lchown(entry, uid, gid)
 
     def _prepare_socket_dir(self, uid: int, gid: int) -> None:
         _own_dir(self.layout.socket_dir, 0o700, uid, gid)
@@ -456,7 +513,7 @@ class EmbeddedServer:
                 shutil.rmtree(lay.pgdata)
             os.mkdir(lay.pgdata, 0o700)
             os.lchown(lay.pgdata, uid, gid)
-            with _traverse_window(lay.pgdata):
+            with _traverse_window(lay.pgdata, self.user):
                 res = _pg(
                     "initdb",
                     "-D",
@@ -467,6 +524,7 @@ class EmbeddedServer:
                     "--auth=trust",
                     "--encoding=UTF8",
                     "--locale=C.UTF-8",
+                    user=self.user,
                 )
             if res.returncode != 0:
                 raise EmbeddedError(f"initdb failed for {lay.pgdata}:\n{res.stderr.strip()}")
@@ -509,7 +567,7 @@ class EmbeddedServer:
             f"-c unix_socket_permissions=0700 -c max_connections=100 -c shared_buffers=128MB "
             f"{settings}"
         )
-        with _traverse_window(lay.pgdata):
+        with _traverse_window(lay.pgdata, self.user):
             res = _pg(
                 "pg_ctl",
                 "-D",
@@ -522,12 +580,13 @@ class EmbeddedServer:
                 "-t",
                 "60",
                 "start",
+                user=self.user,
                 timeout=90,
             )
         if res.returncode != 0:
             tail = ""
             with contextlib.suppress(OSError):
-                tail = "\n".join(lay.log.read_text(errors="replace").splitlines()[-15:])
+                tail = "\n".join(read_owned(lay.log, uid).splitlines()[-15:])
             raise EmbeddedError(f"the embedded server did not start:\n{res.stderr.strip()}\n{tail}")
         if bootstrap:
             self._set_password(uid, gid)
@@ -626,7 +685,7 @@ class EmbeddedServer:
             _write_private(lay.pgdata / "pg_hba.conf", _hba(False), uid, gid)
             # The server reads its configuration by absolute path, and on its own time after
             # the signal: keep the way open until it has.
-            with _traverse_window(lay.pgdata):
+            with _traverse_window(lay.pgdata, self.user):
                 before = conn.execute("SELECT pg_conf_load_time()").fetchone()
                 conn.execute("SELECT pg_reload_conf()")
                 deadline = time.monotonic() + 30
@@ -638,9 +697,26 @@ class EmbeddedServer:
     def stop(self) -> bool:
         if self.running_pid() is None:
             return False
-        with _traverse_window(self.layout.pgdata):
+        # A server an earlier version started still runs as the shared user: stopped as that
+        # user, and its files handed over at the next start (_adopt_legacy).
+        user = self.user
+        with contextlib.suppress(KeyError, OSError):
+            if (
+                user
+                and os.lstat(self.layout.pgdata).st_uid == pwd.getpwnam(LEGACY_SERVER_USER).pw_uid
+            ):
+                user = LEGACY_SERVER_USER
+        with _traverse_window(self.layout.pgdata, user):
             res = _pg(
-                "pg_ctl", "-D", str(self.layout.pgdata), "-m", "fast", "-w", "stop", timeout=90
+                "pg_ctl",
+                "-D",
+                str(self.layout.pgdata),
+                "-m",
+                "fast",
+                "-w",
+                "stop",
+                user=user,
+                timeout=90,
             )
         if res.returncode != 0:
             raise EmbeddedError(f"pg_ctl stop failed:\n{res.stderr.strip()}")

@@ -412,6 +412,10 @@ class Host:
     def set_thread_status(self, thread_id: str, status: str) -> None:
         self._one(queries.HOST_SET_THREAD_STATUS, (thread_id, status))
 
+    def seal_thread(self, thread_id: str) -> bool:
+        """Isolate a side or task thread from now on; False when it already was."""
+        return bool(self._one(queries.HOST_SEAL_THREAD, (thread_id,)))
+
     # --- main's control plane (the typed functions live in ember.control) ---
 
     def identity_for_turn(self, thread_id: str, root: Path) -> control.Identity:

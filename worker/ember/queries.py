@@ -117,9 +117,8 @@ RELEASE_SHADOW: LiteralString = "SELECT ember.release_shadow_run(%s, %s)"
 SHADOW_CANCEL_REQUESTED: LiteralString = "SELECT ember.shadow_run_cancel_requested(%s)"
 # NULL unless the completed hot run read too little of its prefix from the cache (issue 22).
 HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%s)"
-MODEL_THINKING_RETENTION: LiteralString = (
-    "SELECT thinking_retention FROM ember.models WHERE id = %s"
-)
+# Through a granted function: ember_worker may read no table (functions/097_worker_reads.sql).
+MODEL_THINKING_RETENTION: LiteralString = "SELECT ember.model_thinking_retention(%s)"
 
 # --- host API (issue 9: ember.host) ---
 HOST_CREATE_THREAD: LiteralString = "SELECT ember.create_thread(%s, %s, %s, %s, %s, %s)"
@@ -133,6 +132,7 @@ HOST_TURN_ENDED: LiteralString = "SELECT ember.turn_ended(%s, %s)"
 HOST_WAITING_FOR_USER: LiteralString = "SELECT ember.waiting_for_user(%s)"
 HOST_TASK_ENDED: LiteralString = "SELECT ember.task_ended(%s)"
 HOST_SET_THREAD_STATUS: LiteralString = "SELECT ember.set_thread_status(%s, %s)"
+HOST_SEAL_THREAD: LiteralString = "SELECT ember.seal_thread(%s)"
 HOST_SETUP: LiteralString = "SELECT step, changed, detail FROM ember.setup(%s::jsonb, %s, %s, %s)"
 HOST_CALL_MODEL: LiteralString = "SELECT ember.thread_call_model(%s)"
 
@@ -155,6 +155,8 @@ SET_SETTING: LiteralString = "SELECT ember.set_setting(%s, %s)"
 CLAIM_STEWARD: LiteralString = (
     "SELECT ember.claim_steward_run(%s, %s) WHERE ember.steward_has_work()"
 )
+# True once a thread the run read is sealed (functions/059_steward_seal.sql).
+STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_requested(%s)"
 STEWARD_STEP: LiteralString = (
     "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
     "p_rejections => %(rejections)s)"

@@ -8,6 +8,7 @@ are decided once.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anthropic
@@ -92,16 +93,22 @@ async def post_message(
     return clean
 
 
-def without_nul(value: Any) -> Any:
-    """`value` with every U+0000 in its strings and keys replaced by U+FFFD.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
-    JSON may carry \\u0000 and a model may write one (the text it reads can ask it to), but
-    PostgreSQL's text and jsonb cannot hold it: left in, one character of a model's answer would
-    turn the submit into a raw database error and the run into a lapsed lease. Replacing it where
-    the answer enters the worker keeps whatever the model said storable, and visibly altered.
+
+def without_nul(value: Any) -> Any:
+    """`value` with every U+0000 and every lone surrogate in its strings and keys replaced by
+    U+FFFD.
+
+    JSON may carry \\u0000 or a lone \\ud800 and a model may write one (the text it reads can
+    ask it to), but PostgreSQL's text and jsonb cannot hold either: left in, one character of a
+    model's answer would turn the submit into a raw database error and the run into a lapsed
+    lease. Replacing them where the answer enters the worker keeps whatever the model said
+    storable, and visibly altered. (A surrogate pair in JSON is decoded into one character, so a
+    surrogate left in a Python string is always a lone one.)
     """
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return _UNSTORABLE.sub("\ufffd", value)
     if isinstance(value, dict):
         return {without_nul(k): without_nul(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -189,8 +189,15 @@ class Pool:
         conn = self._idle.pop() if self._idle else await self._worker.connect("pool")
         try:
             yield conn
-        except BaseException:
+        except BaseException as exc:
             await conn.close()
+            if conn.broken or (
+                isinstance(exc, psycopg.OperationalError)
+                and (exc.sqlstate or "08")[:2] in ("08", "57")
+            ):
+                # The connection failed, not the statement: the idle ones were opened before
+                # the same failure (a restart ends them all) and would fail the next try too.
+                await self.close()
             raise
         if conn.closed or conn.broken or len(self._idle) >= self._size:
             await conn.close()
@@ -541,7 +548,7 @@ class Worker:
         running.cancelled = True
         self.metrics.cancels.labels(running.pipeline.name).inc()
         log.info(
-            "cancelled by a human message; aborting the call",
+            "cancelled (a human message, or a thread it read was sealed); aborting the call",
             extra={
                 "event": "cancel",
                 "pipeline": running.pipeline.name,

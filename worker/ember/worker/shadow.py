@@ -51,7 +51,9 @@ PLACEHOLDER = (
     "run it and has no result for it: it is not evidence of anything."
 )
 COLD_MAX_TOKENS = 4096
-SUBMIT_ATTEMPTS = 3
+SUBMIT_ATTEMPTS = 8
+SUBMIT_RETRY_BASE = 0.25
+SUBMIT_RETRY_MAX = 5.0
 
 
 @cache
@@ -278,7 +280,7 @@ class ShadowPipeline:
             async with ctx.connection() as conn:
                 cur = await conn.execute(queries.MODEL_THINKING_RETENTION, (model,))
                 row = await cur.fetchone()
-            self._retention[model] = str(row[0]) if row else "all"
+            self._retention[model] = str(row[0]) if row and row[0] is not None else "all"
         return self._retention[model] == "last-turn"
 
     async def execute(self, job: Job, ctx: Context) -> None:
@@ -362,12 +364,32 @@ class ShadowPipeline:
                 psycopg.errors.DeadlockDetected,
                 psycopg.errors.SerializationFailure,
                 psycopg.OperationalError,
-            ):
+            ) as exc:
                 # The submit is one transaction: a lock-cycle victim wrote nothing, and after a
                 # lost connection it either committed (a second try is refused, EM043, below) or
-                # wrote nothing. Trying again is safe, and better than letting the run lapse.
+                # wrote nothing. Trying again is safe, and better than letting the run lapse:
+                # the answer is paid for. The pool has dropped the connection (and, after a
+                # connection error, every idle one), so the next try opens a fresh one; waiting
+                # between tries rides out a server restart (about 18 s in all).
                 if attempt == SUBMIT_ATTEMPTS:
                     raise
+                delay = min(SUBMIT_RETRY_BASE * 2 ** (attempt - 1), SUBMIT_RETRY_MAX)
+                ctx.log.warning(
+                    "submit failed (%s); retrying in %.2fs",
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                    delay,
+                    extra={"event": "submit_retry", "attempt": attempt},
+                )
+                await asyncio.sleep(delay)
+            except psycopg.errors.DataError as exc:
+                # The answer holds something the database cannot take (an infinite number,
+                # an encoding it refuses): nothing was written. Submitting it again would fail
+                # the same way and leave the run to lapse and the model to be called again, so
+                # the run fails instead, with the reason and without the answer.
+                if outcome["status"] != "completed" or attempt == SUBMIT_ATTEMPTS:
+                    raise
+                reason = f"the answer could not be stored: {exc.diag.message_primary}"
+                outcome = {**outcome, "status": "failed", "error": reason, "proposals": []}
             except psycopg.Error as exc:
                 if exc.sqlstate in sqlstates.SHADOW_RUN_LOST:
                     # No longer ours (lease lapsed, or abandoned and re-offered): dropping the

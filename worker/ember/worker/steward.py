@@ -63,6 +63,10 @@ def steward_request(model: str, messages: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
+# The same error steward_step records when it finds the seal first (051_steward_step.sql).
+SEALED = "thread-isolated: a thread this run read was sealed"
+
+
 def tool_calls(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         b
@@ -81,10 +85,18 @@ def rejections(calls: list[dict[str, Any]]) -> dict[str, str]:
     return found
 
 
+# The steward_max_tool_calls and max_fact_chars defaults (db/migrations/0042_output_bounds.sql):
+# SQL answers the calls past them with an error and applies nothing, so embedding them would
+# only cost time (ten thousand calls took minutes of embedding). If an operator raises the
+# settings, the calls past these are still applied and their facts embedded afterwards.
+EMBED_CALLS = 100
+EMBED_CHARS = 2000
+
+
 def texts_to_embed(calls: list[dict[str, Any]], refused: dict[str, str]) -> dict[str, str]:
     """{tool_use id: text} whose embedding the step can use: new facts' text, search queries."""
     found: dict[str, str] = {}
-    for call in calls:
+    for call in calls[:EMBED_CALLS]:
         ident = str(call.get("id"))
         tool_input = call.get("input")
         if ident in refused or not isinstance(tool_input, dict):
@@ -93,7 +105,7 @@ def texts_to_embed(calls: list[dict[str, Any]], refused: dict[str, str]) -> dict
             found[ident] = str(tool_input["text"])
         elif call.get("name") == "search_memory":
             found[ident] = str(tool_input["query"])
-    return found
+    return {k: v for k, v in found.items() if len(v) <= EMBED_CHARS}
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -148,9 +160,12 @@ class StewardPipeline:
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        # Nothing cancels a steward run: a human message adds to the backlog, it does not make
-        # what the steward is reading wrong. Shutdown is a task cancel, handled by release.
-        return False
+        # A human message does not cancel a steward run: it adds to the backlog, it does not make
+        # what the steward is reading wrong. Sealing a thread the run read does: the call out
+        # holds that thread's rows. Shutdown is a task cancel, handled by release.
+        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, (run_id,))
+        row = await cur.fetchone()
+        return bool(row and row[0])
 
     # --- one wake ---
 
@@ -190,7 +205,14 @@ class StewardPipeline:
             if status == "running":
                 status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds")
         except asyncio.CancelledError:
-            raise  # shutdown: the loop releases the run
+            if not ctx.cancelled(job.run_id):
+                raise  # shutdown: the loop releases the run
+            # A thread the run read was sealed: the call was aborted, and the run fails here
+            # as its next step would have failed it. Nothing it read is marked digested.
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            status = await self._fail(job, ctx, SEALED)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing digested
             status = await self._fail(job, ctx, describe_error(exc))
         ctx.observe_run(pipeline=self.name, path="steward", model=model, status=status)

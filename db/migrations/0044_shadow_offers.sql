@@ -61,7 +61,7 @@ FROM (
         count(*)::integer AS failures,
         max(r.finished_at) AS last_failed_at
     FROM ember.shadow_runs AS r
-    WHERE r.status = 'failed'
+    WHERE (r.status = 'failed' OR (r.status = 'abandoned' AND r.error = 'lease expired'))
         AND r.id > coalesce((
             SELECT max(c.id) FROM ember.shadow_runs AS c
             WHERE c.generation_id = r.generation_id AND c.status = 'completed'
