@@ -66,10 +66,11 @@ def explain(conn: psycopg.Connection, statement: str, params: tuple[object, ...]
 
 
 def function_query(conn: psycopg.Connection, signature: str) -> str:
-    """The query of a plpgsql function's RETURN QUERY, to EXPLAIN what the function runs."""
+    """The query of a plpgsql function's last RETURN QUERY (the general case, after any early
+    returns for a narrower call), to EXPLAIN what the function runs."""
     body = conn.execute("SELECT pg_get_functiondef(%s::regprocedure)", (signature,)).fetchone()
     assert body is not None
     text = str(body[0])
-    start = text.index("RETURN QUERY") + len("RETURN QUERY")
+    start = text.rindex("RETURN QUERY") + len("RETURN QUERY")
     end = text.index(";\nEND;", start)
     return text[start:end]

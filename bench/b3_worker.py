@@ -11,8 +11,12 @@ Targets on a 2-core machine: >= 100 runs/s at concurrency 16, p95 <= 50 ms, RSS 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 from _worker_common import (
@@ -139,6 +143,47 @@ def notify_latency(url: str, sim: SimServer, samples: int) -> list[float]:
     return latencies
 
 
+BARE_DDL = """
+CREATE TABLE IF NOT EXISTS public.bare_jobs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    signalled_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    prompt text NOT NULL,
+    claimed_by text
+);
+CREATE INDEX IF NOT EXISTS bare_jobs_ready ON public.bare_jobs (signalled_at, id)
+WHERE claimed_by IS NULL;
+CREATE TABLE IF NOT EXISTS public.bare_results (
+    job_id bigint PRIMARY KEY, answer text NOT NULL, input_tokens bigint NOT NULL
+)
+"""
+
+
+def bare_loop(url: str, sim: SimServer, concurrency: int, runs: int) -> dict[str, float]:
+    """The bare worker loop (bench/_bare_worker.py) over `runs` queued jobs, in its own process:
+    claim, one POST to the same simulator, one INSERT. Runs per second and CPU per run."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in BARE_DDL.split(";\n"):
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO public.bare_jobs (prompt)"
+            " SELECT 'I prefer tea number ' || i || '.' FROM generate_series(1, %s) AS i",
+            (runs,),
+        )
+    script = Path(__file__).resolve().parent / "_bare_worker.py"
+    out = subprocess.run(
+        [sys.executable, str(script), url, sim.base_url, str(concurrency)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["runs"] == runs, figures
+    return {
+        "runs_per_s": runs / figures["elapsed"],
+        "cpu_ms_per_run": figures["cpu"] / runs * 1000,
+    }
+
+
 def claim_cost(url: str, ready: int) -> float:
     """Median ms of one claim_shadow_run with `ready` threads offered (rolled back each time)."""
     with psycopg.connect(url) as conn:
@@ -190,6 +235,14 @@ def main() -> int:
                     f"B3 steady, concurrency {c:2d}: {steady_results[c]['runs_per_s']:.1f} runs/s, "
                     f"{steady_results[c]['cpu_ms_per_run']:.2f} ms worker CPU per run"
                 )
+            bare: dict[int, dict[str, float]] = {}
+            for c in (1, 16):
+                sim.reset()
+                bare[c] = bare_loop(url, sim, c, args.runs)
+                print(
+                    f"B3 bare loop, concurrency {c:2d}: {bare[c]['runs_per_s']:.1f} runs/s, "
+                    f"{bare[c]['cpu_ms_per_run']:.2f} ms CPU per run"
+                )
             lat = notify_latency(url, sim, args.samples)
         lat_rss = -lat.pop()
         p50, p95 = percentile(lat, 0.5), percentile(lat, 0.95)
@@ -199,6 +252,8 @@ def main() -> int:
         )
         print(f"B3 worker peak RSS: {rss:.0f} MB")
         c16 = steady_results[16]["runs_per_s"]
+        cpu_ratio = steady_results[16]["cpu_ms_per_run"] / bare[16]["cpu_ms_per_run"]
+        print(f"B3 CPU per run, Ember / bare loop at concurrency 16: {cpu_ratio:.2f}")
         verdict = lambda ok: "meets" if ok else "misses"  # noqa: E731
         lines = [
             "## B3: worker overhead (ember sim, zero model latency)",
@@ -219,7 +274,14 @@ def main() -> int:
                 f"{r['cpu_ms_per_run']:.2f} ms | {r['rss_mb']:.0f} MB |"
                 for c, r in steady_results.items()
             ),
+            *(
+                f"| {c} | bare loop: claim, one POST, one INSERT | {r['runs_per_s']:.1f} | "
+                f"{r['cpu_ms_per_run']:.2f} ms | |"
+                for c, r in bare.items()
+            ),
             "",
+            f"- Ember's worker CPU per run / the bare loop's, concurrency 16: {cpu_ratio:.2f} "
+            f"(target <= 2: {verdict(cpu_ratio <= 2)})",
             f"- NOTIFY to request: p50 {p50:.1f} ms, p95 {p95:.1f} ms over {len(lat)} offers "
             f"(target p95 <= 50 ms: {verdict(p95 <= 50)})",
             f"- concurrency 16 with a steady backlog: {c16:.1f} runs/s "

@@ -27,6 +27,8 @@ AS $$
     ('identity_documents', 'reference', NULL, 'identity prompt files, a few rows'),
     ('identity_versions', 'reference', NULL, 'versions of the identity files, edited by hand'),
     ('shadow_activation', 'reference', NULL, 'one row: the activation watermark'),
+    ('shadow_park_epoch', 'reference', NULL,
+     'one row: moved by every change of models or settings, read by each claim'),
     ('forgettings', 'reference', NULL,
      'one row per forget command (rare); messages and proposals point to it'),
     ('facts', 'reference', NULL,
@@ -48,6 +50,8 @@ AS $$
     ('shadow_cursors', 'distributed', 'thread_id', 'shadow''s read position per generation'),
     ('shadow_thread_state', 'distributed', 'thread_id', 'shadow''s per-thread state'),
     ('shadow_signals', 'distributed', 'thread_id', 'pending shadow wake-ups of a thread'),
+    ('shadow_offers', 'distributed', 'thread_id',
+     'one row per thread with a standing offer, in claim order, with its park'),
     ('shadow_prefixes', 'distributed', 'thread_id', 'a thread''s last request, written per host call'),
     ('shadow_runs', 'distributed', 'thread_id', 'one row per shadow run of a thread'),
     ('shadow_proposals', 'distributed', 'thread_id', 'a run''s proposals, about its own thread'),
@@ -115,7 +119,8 @@ AS $$
     ('claim_shadow_run', 'claim', NULL,
      'multi: picks the next offer across threads (an index scan per shard), then locks one thread''s rows'),
     ('claim_steward_run', 'claim', NULL,
-     'multi: reads the backlog across threads (partial index messages_undigested per shard), '
+     'multi: asks steward_has_work (two partial indexes of generation_progress per shard), then '
+     || 'reads the backlog across threads (partial index messages_undigested per shard) and '
      || 'writes the run on the steward''s shard'),
     ('submit_shadow_run', 'submit', NULL,
      'multi then single: the run is found by id alone (one index probe per shard), then every '

@@ -24,6 +24,11 @@ BEGIN
         true, m.model, coalesce(m.thinking_level, 'off'), p_now, p_now
     );
     PERFORM ember.open_generation('memory-steward', p_now);
+    -- A carrier's rows from before the steward existed are never its backlog
+    -- (ember.backlog), so they are not undigested work for steward_has_work either.
+    UPDATE ember.generation_progress AS p SET undigested = 0
+    WHERE p.undigested > 0
+        AND p.thread_id IN (SELECT t.id FROM ember.threads AS t WHERE t.kind = 'main' AND ember.is_label_carrier(t.id));
     RETURN 'memory-steward';
 END;
 $$;

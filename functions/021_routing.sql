@@ -53,16 +53,19 @@ CREATE OR REPLACE TRIGGER models_tags_known
 BEFORE INSERT OR UPDATE OF tags ON ember.models
 FOR EACH ROW EXECUTE FUNCTION ember.models_tags_known();
 
--- The first model of the tier, in registry order (position), whose tags cover every category.
-CREATE OR REPLACE FUNCTION ember.route_model(p_tier text, p_categories text[])
-RETURNS text
+-- The first model of the tier, in registry order (position), whose tags cover every category;
+-- or, when none does, model NULL and the reason (what route_model raises as category_model).
+-- For callers that only ask (readiness, status): the answer costs no exception and so no
+-- subtransaction. A caller's own mistakes (NULL categories, an unknown tier or category) still
+-- raise, since no answer would be true for them.
+CREATE OR REPLACE FUNCTION ember.route_model_or_reason(
+    p_tier text, p_categories text[], OUT model text, OUT reason text, OUT missing text[]
+)
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_needed text[] := ember.label_set(coalesce(p_categories, '{}'));
     v_unknown text[];
-    v_model text;
-    v_missing text[];
 BEGIN
     IF p_categories IS NULL THEN
         -- No labels is '{}'; NULL is a caller that lost them, and routing it as unlabelled
@@ -74,37 +77,60 @@ BEGIN
         RAISE EXCEPTION 'unknown model tier "%"', p_tier
             USING ERRCODE = 'EM023', HINT = 'tiers: light, standard, frontier';
     END IF;
-    v_unknown := ARRAY(
-        SELECT c FROM unnest(v_needed) AS c
-        WHERE NOT EXISTS (SELECT 1 FROM ember.categories AS k WHERE k.name = c)
-    );
-    IF cardinality(v_unknown) > 0 THEN
-        RAISE EXCEPTION 'routing a % call: unknown categories %', p_tier, v_unknown
-            USING ERRCODE = 'EM010', HINT = 'define them first with ember.define_category()';
+    IF cardinality(v_needed) > 0 THEN
+        v_unknown := ARRAY(
+            SELECT c FROM unnest(v_needed) AS c
+            WHERE NOT EXISTS (SELECT 1 FROM ember.categories AS k WHERE k.name = c)
+        );
+        IF cardinality(v_unknown) > 0 THEN
+            RAISE EXCEPTION 'routing a % call: unknown categories %', p_tier, v_unknown
+                USING ERRCODE = 'EM010', HINT = 'define them first with ember.define_category()';
+        END IF;
     END IF;
 
-    SELECT m.id INTO v_model FROM ember.models AS m
+    SELECT m.id INTO model FROM ember.models AS m
     WHERE m.tier = p_tier AND m.tags @> v_needed
     ORDER BY m.position
     LIMIT 1;
-    IF v_model IS NOT NULL THEN
-        RETURN v_model;
+    IF model IS NOT NULL THEN
+        RETURN;
     END IF;
 
     -- Name what is missing: the categories no model of the tier is tagged for at all, or,
     -- when each is covered by some model, the fact that no single model covers them all.
-    v_missing := ARRAY(
+    missing := ARRAY(
         SELECT c FROM unnest(v_needed) AS c
         WHERE NOT EXISTS (SELECT 1 FROM ember.models AS m WHERE m.tier = p_tier AND c = ANY(m.tags))
     );
-    IF cardinality(v_missing) > 0 THEN
-        RAISE EXCEPTION 'category_model: no % model is tagged for %', p_tier, v_missing
+    IF cardinality(missing) > 0 THEN
+        reason := format('category_model: no %s model is tagged for %s', p_tier, missing);
+    ELSE
+        reason := format('category_model: no single %s model is tagged for all of %s', p_tier, v_needed);
+    END IF;
+END;
+$$;
+
+-- The same answer, raising category_model (EM022) when there is no model: for callers about to
+-- send work, for whom no model is an error.
+CREATE OR REPLACE FUNCTION ember.route_model(p_tier text, p_categories text[])
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    r record;
+BEGIN
+    r := ember.route_model_or_reason(p_tier, p_categories);
+    IF r.model IS NOT NULL THEN
+        RETURN r.model;
+    END IF;
+    IF cardinality(r.missing) > 0 THEN
+        RAISE EXCEPTION '%', r.reason
             USING ERRCODE = 'EM022',
-                  DETAIL = format('the call carries %s', v_needed),
+                  DETAIL = format('the call carries %s', ember.label_set(p_categories)),
                   HINT = 'tag a model of this tier (UPDATE ember.models SET tags = ...); '
                       || 'the work waits rather than going to an untagged model';
     END IF;
-    RAISE EXCEPTION 'category_model: no single % model is tagged for all of %', p_tier, v_needed
+    RAISE EXCEPTION '%', r.reason
         USING ERRCODE = 'EM022',
               HINT = 'tag one model of this tier for all of them; the work waits meanwhile';
 END;

@@ -129,33 +129,72 @@ RETURNS TABLE (
     tool_status text,
     seq bigint
 )
-LANGUAGE sql STABLE
+LANGUAGE plpgsql STABLE
 AS $$
-    SELECT
-        p.ordinality,
-        (p.value ->> 'message_id')::bigint,
-        (p.value ->> 'generation_id')::uuid,
-        (m.id IS NOT NULL OR g.id IS NOT NULL),
-        coalesce(m.thread_id, g.thread_id),
-        CASE
-            WHEN m.id IS NOT NULL THEN
-                array_remove(
-                    ARRAY[m.thread_id, mg.thread_id, m.from_thread, o.thread_id, o.from_thread], NULL
-                )
-            WHEN g.id IS NOT NULL THEN ARRAY[g.thread_id]
-        END,
-        m.role,
-        m.author,
-        m.tool_status,
-        m.seq
-    FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS p (value, ordinality)
-    LEFT JOIN ember.messages AS m
-        ON p.value ? 'message_id' AND m.id = (p.value ->> 'message_id')::bigint
-    LEFT JOIN ember.generations AS mg ON mg.id = m.generation_id
-    LEFT JOIN ember.messages AS o ON o.id = m.copied_from
-    LEFT JOIN ember.generations AS g
-        ON p.value ? 'generation_id' AND g.id = (p.value ->> 'generation_id')::uuid
-    ORDER BY p.ordinality
+-- One lookup by primary key per pointer, each a statement whose plan plpgsql keeps: the cost
+-- is flat in the size of messages. Written as one SQL join, the planner was free to hash all of
+-- messages, and the inlined query was planned again on every call.
+-- (The output column "found" shadows plpgsql's FOUND here, so lookups are tested by their
+-- NOT NULL columns instead.)
+DECLARE
+    e jsonb;
+    v_ord bigint;
+    v_mid bigint;
+    v_gid uuid;
+    v_m_gen uuid;
+    v_m_from text;
+    v_m_copied bigint;
+    v_role text;
+    v_author text;
+    v_status text;
+    v_seq bigint;
+    v_gen_thread text;
+    v_o_thread text;
+    v_o_from text;
+    v_found boolean;
+    v_thread text;
+    v_lineage text[];
+BEGIN
+    FOR e, v_ord IN
+        SELECT x.value, x.ordinality FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x
+    LOOP
+        v_mid := (e ->> 'message_id')::bigint;
+        v_gid := (e ->> 'generation_id')::uuid;
+        v_found := false;
+        v_thread := NULL;
+        v_lineage := NULL;
+        v_role := NULL;
+        v_author := NULL;
+        v_status := NULL;
+        v_seq := NULL;
+        IF e ? 'message_id' AND v_mid IS NOT NULL THEN
+            SELECT x.thread_id, x.generation_id, x.from_thread, x.copied_from, x.role, x.author,
+                x.tool_status, x.seq
+            INTO v_thread, v_m_gen, v_m_from, v_m_copied, v_role, v_author, v_status, v_seq
+            FROM ember.messages AS x WHERE x.id = v_mid;
+            IF v_thread IS NOT NULL THEN
+                v_gen_thread := (SELECT g.thread_id FROM ember.generations AS g WHERE g.id = v_m_gen);
+                v_o_thread := NULL;
+                v_o_from := NULL;
+                IF v_m_copied IS NOT NULL THEN
+                    SELECT x.thread_id, x.from_thread INTO v_o_thread, v_o_from
+                    FROM ember.messages AS x WHERE x.id = v_m_copied;
+                END IF;
+                v_found := true;
+                v_lineage := array_remove(ARRAY[v_thread, v_gen_thread, v_m_from, v_o_thread, v_o_from], NULL);
+            END IF;
+        END IF;
+        IF NOT v_found AND e ? 'generation_id' AND v_gid IS NOT NULL THEN
+            v_gen_thread := (SELECT g.thread_id FROM ember.generations AS g WHERE g.id = v_gid);
+            IF v_gen_thread IS NOT NULL THEN
+                v_found := true;
+                v_thread := v_gen_thread;
+                v_lineage := ARRAY[v_gen_thread];
+            END IF;
+        END IF;
+        RETURN QUERY SELECT v_ord, v_mid, v_gid, v_found, v_thread, v_lineage, v_role, v_author, v_status, v_seq;
+    END LOOP;
+END;
 $$;
 
 -- How a pointer is named in a reason. Never the content and never another thread's id: a
@@ -259,6 +298,8 @@ DECLARE
     v_reason text;
     t record;
     v_label text;
+    v_lineage_error text;
+    v_pointer_error text;
 BEGIN
     IF p_kind IS NULL THEN
         RETURN 'evidence kind is missing';
@@ -274,56 +315,80 @@ BEGIN
         RETURN format('thread "%s" is isolated: nothing automated reads it', p_thread);
     END IF;
 
-    IF coalesce(p_same_thread, true) THEN
-        v_reason := ember.evidence_lineage_error(p_thread, p_evidence);
-    ELSE
-        v_reason := ember.evidence_shape_error(p_evidence);
+    -- One pass over the pointers, each looked up once (evidence_targets): the first lineage
+    -- error (shadow mode), and the first error of the per-pointer rules below. They are reported
+    -- in the order the rules are stated: lineage, then what the model saw, then the rest.
+    IF coalesce(p_same_thread, true) AND p_thread IS NULL THEN
+        RETURN 'no thread to hold the evidence to';
     END IF;
-    IF v_reason IS NULL AND (p_seen_messages IS NOT NULL OR p_seen_generations IS NOT NULL) THEN
-        v_reason := ember.evidence_seen_error(p_evidence, coalesce(p_seen_messages, '{}'),
-                                              coalesce(p_seen_generations, '{}'));
-    END IF;
+    v_reason := ember.evidence_shape_error(p_evidence);
     IF v_reason IS NOT NULL THEN
         RETURN v_reason;
     END IF;
 
     FOR t IN SELECT * FROM ember.evidence_targets(p_evidence) LOOP
         v_label := ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id);
+        IF coalesce(p_same_thread, true) AND v_lineage_error IS NULL THEN
+            IF NOT t.found THEN
+                v_lineage_error := v_label || ': no such row';
+            ELSIF EXISTS (SELECT 1 FROM unnest(t.lineage) AS l WHERE l <> p_thread) THEN
+                v_lineage_error := v_label
+                    || format(': not in thread "%s" (a shadow proposal may cite only its own thread)', p_thread);
+            END IF;
+        END IF;
+        CONTINUE WHEN v_pointer_error IS NOT NULL;
         IF NOT t.found THEN
-            RETURN v_label || ': no such row';
+            v_pointer_error := v_label || ': no such row';
+            CONTINUE;
         END IF;
         IF EXISTS (SELECT 1 FROM unnest(t.lineage) AS l WHERE ember.is_isolated(l)) THEN
-            RETURN v_label || ': in an isolated thread';
+            v_pointer_error := v_label || ': in an isolated thread';
+            CONTINUE;
         END IF;
         -- The steward's record holds Ember's own output: the pages it was given, its calls, and
         -- tool results such as a search_memory answer (fact texts, themselves rewordings of
         -- what someone wrote). A status-ok result there verifies nothing in the world, so no row
         -- or generation of that thread is evidence, whatever the kind.
         IF EXISTS (SELECT 1 FROM unnest(t.lineage) AS l WHERE ember.is_steward_thread(l)) THEN
-            RETURN v_label || ': in the memory steward''s own record, which is not evidence';
+            v_pointer_error := v_label || ': in the memory steward''s own record, which is not evidence';
+            CONTINUE;
         END IF;
         CASE p_kind
             WHEN 'user-stated' THEN
                 IF t.message_id IS NULL OR t.role <> 'user' OR t.author <> 'human' THEN
-                    RETURN v_label || ': user-stated evidence must be a human user message';
+                    v_pointer_error := v_label || ': user-stated evidence must be a human user message';
                 END IF;
             WHEN 'user-accepted' THEN
                 IF t.message_id IS NULL
                    OR NOT (t.role = 'assistant' OR (t.role = 'user' AND t.author = 'human')) THEN
-                    RETURN v_label || ': user-accepted evidence must be a conclusion (assistant '
+                    v_pointer_error := v_label || ': user-accepted evidence must be a conclusion (assistant '
                            'message) or the human user message that accepts it';
                 END IF;
             WHEN 'tool-verified' THEN
                 IF t.message_id IS NULL OR t.role <> 'tool_result' OR t.tool_status <> 'ok' THEN
-                    RETURN v_label || ': tool-verified evidence must be a tool result with status ok';
+                    v_pointer_error := v_label || ': tool-verified evidence must be a tool result with status ok';
                 END IF;
             WHEN 'observed-outcome' THEN
                 IF t.message_id IS NOT NULL AND (t.role <> 'tool_result' OR t.tool_status <> 'ok') THEN
-                    RETURN v_label || ': observed-outcome evidence must be a tool result with status ok '
+                    v_pointer_error := v_label || ': observed-outcome evidence must be a tool result with status ok '
                            'or a generation';
                 END IF;
         END CASE;
     END LOOP;
+
+    IF v_lineage_error IS NOT NULL THEN
+        RETURN v_lineage_error;
+    END IF;
+    IF p_seen_messages IS NOT NULL OR p_seen_generations IS NOT NULL THEN
+        v_reason := ember.evidence_seen_error(p_evidence, coalesce(p_seen_messages, '{}'),
+                                              coalesce(p_seen_generations, '{}'));
+        IF v_reason IS NOT NULL THEN
+            RETURN v_reason;
+        END IF;
+    END IF;
+    IF v_pointer_error IS NOT NULL THEN
+        RETURN v_pointer_error;
+    END IF;
 
     IF p_kind = 'user-accepted' THEN
         RETURN ember.user_accepted_error(p_evidence);

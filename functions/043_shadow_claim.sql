@@ -12,9 +12,17 @@
 -- sequence's position, which may be ahead of rows other transactions have not committed yet.
 --
 -- The pick's snapshot predates its lock: a competing claim may have committed a run for the same
--- thread in between. So the thread is checked again under the lock, in a new statement (a fresh
+-- thread in between. So the thread is checked under the lock, in a new statement (a fresh
 -- snapshot under READ COMMITTED), before a run is written; the unique index on running runs is
 -- the last guard. Doing it in one INSERT ... SELECT would trust the stale snapshot.
+--
+-- Cost. The pick walks shadow_offers (one row per thread with a standing offer) in claim order
+-- through an index, locks the first thread it can, and asks shadow_thread_readiness for that
+-- thread alone; a claim costs the same with 200 or 20,000 threads ready. Hot work comes first:
+-- the first pass walks only the offers with a prefix young enough to be hot (few: tick drops the
+-- rest). A thread found not claimable is parked on its offer (shadow_offers.parked_*) under its
+-- lock, so the next claims pass over it until something it depends on changes
+-- (functions/041_shadow_offers.sql); it is never consulted by computing shadow_ready() for all.
 
 CREATE OR REPLACE FUNCTION ember.claim_shadow_run(
     p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
@@ -24,7 +32,9 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     v_thread text;
-    v_tried text[] := '{}';
+    v_pass integer;
+    v_cursor refcursor;
+    v_epoch bigint;
     r record;
     v_found boolean := false;
     v_path text;
@@ -45,23 +55,58 @@ BEGIN
             USING ERRCODE = 'EM033';
     END IF;
 
-    LOOP
-        SELECT t.id INTO v_thread
-        FROM ember.shadow_ready(p_now) AS rd
-        INNER JOIN ember.threads AS t ON t.id = rd.thread_id
-        WHERE rd.model IS NOT NULL AND t.id <> ALL (v_tried)
-        -- Hot work first: its cache is about to expire, and a cold run can wait a minute.
-        ORDER BY (rd.path = 'hot') DESC, rd.signalled_at, rd.thread_id
-        LIMIT 1
-        FOR UPDATE OF t SKIP LOCKED;
-        IF NOT FOUND THEN
-            RETURN NULL;
+    IF NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN
+        RETURN NULL;
+    END IF;
+    -- Read before any readiness is decided, and recorded with each park (shadow_park_epoch).
+    SELECT e.epoch INTO v_epoch FROM ember.shadow_park_epoch AS e;
+
+    -- Hot candidates first, then every offer; oldest signal first within each pass. Each
+    -- candidate is locked (SKIP LOCKED: another claimer has it, or a write to it is open) and its
+    -- readiness decided under the lock. A thread that is not claimable is parked on its offer
+    -- with the reason; one found cold in the hot pass is left for the second pass, in its turn.
+    FOR v_pass IN 1..2 LOOP
+        IF v_pass = 1 THEN
+            OPEN v_cursor FOR
+                SELECT o.thread_id
+                FROM ember.shadow_prefixes AS p
+                INNER JOIN ember.models AS md ON md.id = p.model
+                INNER JOIN ember.shadow_offers AS o ON o.thread_id = p.thread_id
+                WHERE p.has_shadow_tool
+                    AND p.request_started_at > p_now - (SELECT max(m.cache_ttl) FROM ember.models AS m)
+                    AND p_now < p.request_started_at + md.cache_ttl
+                    AND (o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch)
+                ORDER BY o.signalled_at, o.thread_id;
+        ELSE
+            OPEN v_cursor FOR
+                SELECT o.thread_id
+                FROM ember.shadow_offers AS o
+                WHERE o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch
+                ORDER BY o.signalled_at, o.thread_id;
         END IF;
-        SELECT * INTO r FROM ember.shadow_ready(p_now, v_thread) AS rd WHERE rd.model IS NOT NULL;
-        v_found := FOUND;
+        LOOP
+            FETCH v_cursor INTO v_thread;
+            EXIT WHEN NOT FOUND;
+            PERFORM 1 FROM ember.threads AS t WHERE t.id = v_thread FOR UPDATE SKIP LOCKED;
+            CONTINUE WHEN NOT FOUND;
+            SELECT * INTO r FROM ember.shadow_thread_readiness(v_thread, p_now) AS rd;
+            IF r.not_ready IS NULL AND r.model IS NOT NULL THEN
+                v_found := v_pass = 2 OR r.path = 'hot';
+                EXIT WHEN v_found;
+            ELSIF r.not_ready IS DISTINCT FROM 'no standing offer' THEN
+                UPDATE ember.shadow_offers SET
+                    parked_until = coalesce(r.not_ready_until, 'infinity'),
+                    parked_reason = coalesce(r.not_ready, r.waiting_for),
+                    parked_epoch = v_epoch
+                WHERE thread_id = v_thread;
+            END IF;
+        END LOOP;
+        CLOSE v_cursor;
         EXIT WHEN v_found;
-        v_tried := v_tried || v_thread;
     END LOOP;
+    IF NOT v_found THEN
+        RETURN NULL;
+    END IF;
 
     v_path := r.path;
     v_model := r.model;

@@ -64,6 +64,45 @@ AS $$
     ORDER BY b.first_seq
 $$;
 
+-- Whether a claim could find steward work now, answered from generation_progress through its
+-- partial indexes (db/migrations/0045_steward_due.sql) without reading the backlog: some
+-- generation the steward reads has undigested rows, is covered by the steward model's tags, and
+-- has ended or has had no row for idle_before_digest. It may say true when the backlog's finer
+-- rules (a carrier's rows from before the steward, a thread hidden from the steward) leave
+-- nothing to read, which costs one claim; it never says false when a claim would find work,
+-- since a generation's last row is never later than its thread's. The worker asks this before
+-- it claims, and claim_steward_run asks it before reading the backlog.
+CREATE OR REPLACE FUNCTION ember.steward_has_work(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_tags text[];
+    v_model text;
+BEGIN
+    SELECT t.model INTO v_model FROM ember.threads AS t
+    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id);
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    v_model := coalesce(v_model, (ember.route_model_or_reason('light', '{}')).model);
+    v_tags := coalesce((SELECT md.tags FROM ember.models AS md WHERE md.id = v_model), '{}');
+    RETURN EXISTS (
+        SELECT 1
+        FROM ember.generation_progress AS p
+        INNER JOIN ember.generations AS g ON g.id = p.generation_id
+        WHERE p.undigested > 0 AND p.steward_reads AND p.ended AND g.labels <@ v_tags
+    ) OR EXISTS (
+        SELECT 1
+        FROM ember.generation_progress AS p
+        INNER JOIN ember.generations AS g ON g.id = p.generation_id
+        WHERE p.undigested > 0 AND p.steward_reads
+            AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
+            AND g.labels <@ v_tags
+    );
+END;
+$$;
+
 -- Pages for the steward: each generation's rows through the one pager (ember.render_pages),
 -- generation after generation in backlog order, each page a text of lines. Paging per generation
 -- rather than over all ids at once keeps a thread's rows together: the pager orders by seq, and
@@ -131,8 +170,18 @@ BEGIN
             USING ERRCODE = 'EM060';
     END IF;
 
+    -- Nothing to read, nothing to lock: asked first, the claim with no work writes nothing (the
+    -- row lock below is a write). An expired run then waits for the next claim with work.
+    IF NOT ember.steward_has_work(p_now) THEN
+        RETURN NULL;
+    END IF;
+
     -- No steward thread, no steward (ensure_steward_thread runs at system start).
-    PERFORM 1 FROM ember.threads AS t WHERE ember.is_steward_thread(t.id) FOR UPDATE SKIP LOCKED;
+    -- kind = 'steward' finds the one candidate through the index on kind; is_steward_thread
+    -- still decides. Asking it of every thread cost a call per thread on every claim.
+    PERFORM 1 FROM ember.threads AS t
+    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
+    FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;

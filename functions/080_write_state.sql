@@ -29,17 +29,21 @@ BEGIN
     UPDATE ember.generation_progress AS p SET
         last_seq = greatest(p.last_seq, n.last_seq),
         last_message_at = greatest(p.last_message_at, n.last_message_at),
-        read_seq = CASE WHEN n.steward THEN greatest(p.read_seq, p.last_seq, n.last_seq) ELSE p.read_seq END
+        read_seq = CASE WHEN n.steward THEN greatest(p.read_seq, p.last_seq, n.last_seq) ELSE p.read_seq END,
+        undigested = p.undigested + n.undigested
     FROM (
-        SELECT x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
-            ember.is_steward_thread(min(x.thread_id)) AS steward
+        SELECT
+            x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
+            ember.is_steward_thread(min(x.thread_id)) AS steward,
+            (count(*) FILTER (WHERE x.episode_id IS NULL))::integer AS undigested
         FROM new_rows AS x GROUP BY x.generation_id
     ) AS n
     WHERE p.generation_id = n.generation_id;
     GET DIAGNOSTICS v_updated = ROW_COUNT;
     IF v_updated < (SELECT count(DISTINCT x.generation_id) FROM new_rows AS x) THEN
         INSERT INTO ember.generation_progress AS p (
-            generation_id, thread_id, last_seq, last_message_at, read_seq
+            generation_id, thread_id, last_seq, last_message_at, read_seq,
+            undigested, steward_reads, ended
         )
         SELECT
             n.generation_id,
@@ -47,13 +51,17 @@ BEGIN
             max(n.seq),
             max(n.created_at),
             CASE WHEN ember.is_steward_thread(min(n.thread_id)) THEN max(n.seq)
-                ELSE ember.shadow_read_position(min(n.thread_id), n.generation_id) END
+                ELSE ember.shadow_read_position(min(n.thread_id), n.generation_id) END,
+            (count(*) FILTER (WHERE n.episode_id IS NULL))::integer,
+            NOT ember.is_steward_thread(min(n.thread_id)) AND NOT ember.is_isolated(min(n.thread_id)),
+            coalesce((SELECT g.ended_at IS NOT NULL FROM ember.generations AS g WHERE g.id = n.generation_id), false)
         FROM new_rows AS n
         GROUP BY n.generation_id
         ON CONFLICT (generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at),
-            read_seq = greatest(p.read_seq, excluded.read_seq);
+            read_seq = greatest(p.read_seq, excluded.read_seq),
+            undigested = p.undigested + excluded.undigested;
     END IF;
     RETURN NULL;
 END;
@@ -139,3 +147,98 @@ AFTER INSERT OR UPDATE OF status ON ember.shadow_runs
 FOR EACH ROW
 WHEN (new.status = 'completed')
 EXECUTE FUNCTION ember.shadow_runs_note_progress();
+
+-- Failure backoff state (shadow_backoff_until): a failed run, or one abandoned because its lease
+-- lapsed, adds one to its generation's failures since the last completed run and moves
+-- last_failed_at; a completed run resets both.
+-- One run per thread runs at a time (shadow_runs_one_running), so runs finish in id order and
+-- this matches counting the failed runs after the last completed one.
+CREATE OR REPLACE FUNCTION ember.shadow_runs_note_failures()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF new.status = 'completed' THEN
+        UPDATE ember.generation_progress AS p SET failures = 0, last_failed_at = NULL
+        WHERE p.generation_id = new.generation_id AND (p.failures <> 0 OR p.last_failed_at IS NOT NULL);
+    ELSIF new.status = 'failed' OR (new.status = 'abandoned' AND new.error = 'lease expired') THEN
+        UPDATE ember.generation_progress AS p SET
+            failures = p.failures + 1,
+            last_failed_at = CASE WHEN p.last_failed_at IS NULL OR new.finished_at > p.last_failed_at
+                THEN new.finished_at ELSE p.last_failed_at END
+        WHERE p.generation_id = new.generation_id;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_runs_note_failures
+AFTER UPDATE OF status ON ember.shadow_runs
+FOR EACH ROW
+WHEN (new.status IN ('failed', 'completed', 'abandoned') AND new.status IS DISTINCT FROM old.status)
+EXECUTE FUNCTION ember.shadow_runs_note_failures();
+
+CREATE OR REPLACE TRIGGER shadow_runs_note_failures_new
+AFTER INSERT ON ember.shadow_runs
+FOR EACH ROW
+WHEN (new.status IN ('failed', 'completed', 'abandoned'))
+EXECUTE FUNCTION ember.shadow_runs_note_failures();
+
+-- Digesting (steward_finish sets episode_id) takes rows out of their generation's undigested
+-- count; a statement-level trigger, so a wake that digests 500 rows does one update per
+-- generation. Rows only ever gain an episode_id.
+CREATE OR REPLACE FUNCTION ember.messages_note_digested()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress AS p SET undigested = greatest(p.undigested - d.n, 0)
+    FROM (
+        SELECT n.generation_id, count(*)::integer AS n
+        FROM new_rows AS n
+        INNER JOIN old_rows AS o ON o.id = n.id
+        WHERE o.episode_id IS NULL AND n.episode_id IS NOT NULL
+        GROUP BY n.generation_id
+    ) AS d
+    WHERE p.generation_id = d.generation_id;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER messages_note_digested
+AFTER UPDATE ON ember.messages
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION ember.messages_note_digested();
+
+-- A generation ending, and a thread sealed isolated, change what steward_has_work() may count.
+CREATE OR REPLACE FUNCTION ember.generations_note_ended()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress SET ended = new.ended_at IS NOT NULL
+    WHERE generation_id = new.id AND ended IS DISTINCT FROM (new.ended_at IS NOT NULL);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER generations_note_ended
+AFTER UPDATE OF ended_at ON ember.generations
+FOR EACH ROW WHEN (new.ended_at IS DISTINCT FROM old.ended_at)
+EXECUTE FUNCTION ember.generations_note_ended();
+
+CREATE OR REPLACE FUNCTION ember.threads_note_steward_reads()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    UPDATE ember.generation_progress SET steward_reads = false
+    WHERE thread_id = new.id AND steward_reads;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_note_steward_reads
+AFTER UPDATE OF seal_tier ON ember.threads
+FOR EACH ROW WHEN (new.seal_tier = 'isolated' AND old.seal_tier IS DISTINCT FROM 'isolated')
+EXECUTE FUNCTION ember.threads_note_steward_reads();

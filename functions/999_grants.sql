@@ -106,6 +106,7 @@ BEGIN
             ('ember_worker', 'shadow_run_cancel_requested'),
             -- ember_worker: the steward's procedures, memory search and embedding updates.
             ('ember_worker', 'claim_steward_run'),
+            ('ember_worker', 'steward_has_work'),
             ('ember_worker', 'steward_step'),
             ('ember_worker', 'extend_steward_lease'),
             ('ember_worker', 'release_steward_run'),

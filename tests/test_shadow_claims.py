@@ -152,6 +152,83 @@ def test_two_claimers_never_get_the_same_thread(db: str) -> None:
     assert row == (24, 24)
 
 
+def test_concurrent_claimers_take_every_ready_thread_once_parked_ones_included(db: str) -> None:
+    """N claimers against offers that keep arriving, some of them parked (no light model is
+    tagged for health) until a tag lands mid-run: no thread is ever held by two runs, and when
+    the claimers stop, nothing ready was skipped."""
+    plain = [f"p{i}" for i in range(30)]
+    health = [f"h{i}" for i in range(6)]
+    with _connect(db) as conn:
+        conn.execute("SELECT ember.define_category('health')")
+        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.shadow_activate()")
+        for t in plain:
+            conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+        for t in health:
+            conn.execute("SELECT ember.create_thread(%s, 'side', NULL, 'health')", (t,))
+        for t in health + plain[:10]:
+            _offer(conn, t)
+    claimed: list[str] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker(name: str) -> None:
+        try:
+            with _connect(db) as conn:
+                while True:
+                    plan = _claim(conn, name)
+                    conn.commit()
+                    if plan is None:
+                        if stop.is_set():
+                            return
+                        time.sleep(0.01)
+                        continue
+                    with lock:
+                        claimed.append(plan["thread_id"])
+                    _complete(conn, plan)
+                    conn.commit()
+        except BaseException as exc:  # e.g. a unique violation: two running runs of one thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
+    for w in workers:
+        w.start()
+    with _connect(db) as conn:
+        for t in plain[10:]:
+            _offer(conn, t)
+            conn.commit()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with lock:
+                if len(claimed) >= len(plain):
+                    break
+            time.sleep(0.02)
+        with lock:
+            assert not set(health) & set(claimed), "no model may read health yet"
+        conn.execute("UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5'")
+        conn.commit()
+        while time.monotonic() < deadline:
+            with lock:
+                if len(claimed) >= len(plain) + len(health):
+                    break
+            time.sleep(0.02)
+    stop.set()
+    for w in workers:
+        w.join(30)
+    assert not errors, errors
+    assert sorted(claimed) == sorted(plain + health), "every ready thread claimed, each once"
+    with _connect(db) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM ember.shadow_ready() WHERE model IS NOT NULL"
+        ).fetchone()
+        runs = conn.execute(
+            "SELECT count(*), count(DISTINCT thread_id) FROM ember.shadow_runs"
+        ).fetchone()
+    assert left == (0,), "nothing ready is left behind"
+    assert runs == (36, 36)
+
+
 # Appends racing with claims (invariant 8)
 
 

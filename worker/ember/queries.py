@@ -150,7 +150,11 @@ SET_SETTING: LiteralString = "SELECT ember.set_setting(%s, %s)"
 
 # --- steward (issue 10) ---
 # The memory steward's statements; the rules are in functions/05x_steward_*.sql.
-CLAIM_STEWARD: LiteralString = "SELECT ember.claim_steward_run(%s, %s)"
+# Asked only when steward_has_work() says there is some: an index probe, where the claim itself
+# locks the steward's row (a write) even when it then finds nothing.
+CLAIM_STEWARD: LiteralString = (
+    "SELECT ember.claim_steward_run(%s, %s) WHERE ember.steward_has_work()"
+)
 # True once a thread the run read is sealed (functions/059_steward_seal.sql).
 STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_requested(%s)"
 STEWARD_STEP: LiteralString = (

@@ -3,6 +3,8 @@ model and the validation of what the model answers. One section per tool family.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from typing import Annotated, Any, Literal
 from uuid import UUID
@@ -95,16 +97,23 @@ SHADOW_TOOL_DESCRIPTION = (
 )
 
 
+@functools.cache
+def _shadow_input_schema() -> dict[str, Any]:
+    # pydantic builds a schema afresh on every call, about a millisecond: once per process.
+    return ShadowMemoryPropose.model_json_schema()
+
+
 def shadow_tool_definition() -> dict[str, Any]:
     """The tool definition hosts include in every turn's tools, from the first turn on.
 
     Generated once per process and then fixed: the prompt cache keys on the exact bytes of the
-    tools, so the definition must not change between a thread's turns.
+    tools, so the definition must not change between a thread's turns. Each caller gets its
+    own copy, free to change.
     """
     return {
         "name": SHADOW_TOOL_NAME,
         "description": SHADOW_TOOL_DESCRIPTION,
-        "input_schema": ShadowMemoryPropose.model_json_schema(),
+        "input_schema": copy.deepcopy(_shadow_input_schema()),
     }
 
 

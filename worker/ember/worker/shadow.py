@@ -163,6 +163,13 @@ def build_hot_request(
     return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
 
 
+@cache
+def _cold_tool() -> dict[str, Any]:
+    # One definition shared by every cold request of the process; the bodies are serialized,
+    # never changed in place.
+    return shadow_tool_definition()
+
+
 def cold_request(model: str, page: Any) -> dict[str, Any]:
     """One cold-path call: the cold reader over one rendered page (rows joined by newlines)."""
     text = "\n".join(str(r) for r in page) if isinstance(page, list) else str(page)
@@ -170,7 +177,7 @@ def cold_request(model: str, page: Any) -> dict[str, Any]:
         "model": model,
         "max_tokens": COLD_MAX_TOKENS,
         "system": prompt("cold_reader"),
-        "tools": [shadow_tool_definition()],
+        "tools": [_cold_tool()],
         # Our own request with no thinking and no cache to keep: forcing the tool is safe here.
         "tool_choice": {"type": "tool", "name": SHADOW_TOOL_NAME},
         "messages": [{"role": "user", "content": text}],
