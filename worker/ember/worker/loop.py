@@ -32,23 +32,17 @@ from ember.worker.consolidation import ConsolidationPipeline
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
 from ember.worker.shadow import ShadowPipeline
+from ember.worker.steward import StewardPipeline
 
 log = logging.getLogger("ember.worker")
 
 
 def available_pipelines() -> dict[str, Callable[[], Pipeline]]:
-    found: dict[str, Callable[[], Pipeline]] = {
+    return {
         "shadow": ShadowPipeline,
         "consolidation": ConsolidationPipeline,
+        "steward": StewardPipeline,
     }
-    try:  # the steward pipeline lives in its own module once it exists
-        from ember.worker import steward  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return found
-    factory = getattr(steward, "StewardPipeline", None)
-    if factory is not None:
-        found["steward"] = factory
-    return found
 
 
 def describe_server(url: str) -> str:

@@ -1,8 +1,8 @@
-"""B11: a bounded soak. Thousands of threads append while two workers run every pipeline
+"""B12: a bounded soak. Thousands of threads append while two workers run every pipeline
 against `ember sim`: no error in either worker's log, no lease that lapsed (every run ends by its
 own submit or release), and each worker's memory flat between the first and the last sample.
 
-    .venv/bin/python bench/b11_soak.py [--threads 2000] [--seconds 120]
+    .venv/bin/python bench/b12_soak.py [--threads 2000] [--seconds 120]
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def main() -> None:
         # compared from a third of the way in, when every pipeline has run.
         first, last = samples[len(samples) // 3], samples[-1]
         lines = [
-            "## B11: soak",
+            "## B12: soak",
             "",
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, load {os.getloadavg()[0]:.2f}.",
             f"{args.threads} threads, {appended} rows appended (half human, each with an offer)"
@@ -177,7 +177,7 @@ def main() -> None:
         print(text)
         for e in errors[:10]:
             print("error:", e)
-        write_section("b11", text)
+        write_section("b12", text)
     finally:
         drop_scratch(DB)
 
