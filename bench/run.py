@@ -37,6 +37,45 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+# The vector extensions a build may or may not use: which of them this CPU has.
+VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl")
+
+
+def _cpu_flags() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return ", ".join(f if f in have else f"no {f}" for f in VECTOR_FLAGS)
+    except OSError:
+        pass
+    return "unknown"
+
+
+def _load() -> str:
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "unknown"
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        )
+    except OSError:
+        return "unknown"
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", "worker", "functions", "db"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return (out.stdout.strip() or "unknown") + (" with uncommitted changes" if dirty else "")
+
+
 def _memory() -> str:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -67,6 +106,8 @@ def _server() -> list[str]:
 def main() -> int:
     scripts = [] if "--assemble" in sys.argv[1:] else sorted(BENCH.glob("b*.py"))
     OUT.mkdir(exist_ok=True)
+    started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load_before = _load()
     failed: list[str] = []
     for script in scripts:
         print(f"== {script.name}", flush=True)
@@ -85,10 +126,18 @@ def main() -> int:
         "creates its own scratch database on the server below. Figures are ratios taken in one",
         "run, side by side: the machine is shared and noisy, so absolute times are indicative only.",
         "",
-        f"Run on {now}:",
+        f"Run on {now}"
+        + ("" if not scripts else f", started {started}")
+        + f", commit {_commit()}:",
         "",
         f"- {os.cpu_count()} CPUs ({_cpu_model()}), {_memory()} memory, "
         f"{platform.system()} {platform.release()}",
+        f"- CPU vector extensions: {_cpu_flags()}",
+        (
+            f"- load average (1 / 5 / 15 min) at the start: {load_before}; at the end: {_load()}"
+            if scripts
+            else f"- load average (1 / 5 / 15 min) when assembled: {_load()}"
+        ),
         *_server(),
         "",
     ]
