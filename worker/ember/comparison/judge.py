@@ -88,7 +88,7 @@ def load_groups(
             content=content,
         )
         for categories, model, skipped, proposals, facts, content in conn.execute(
-            queries.SEMANTIC_GROUPS, (since, until, SHORTLIST_K)
+            queries.SEMANTIC_GROUPS, {"since": since, "until": until, "k": SHORTLIST_K}
         )
     ]
 
@@ -166,7 +166,9 @@ def judge_group(
         "latency_ms": int((time.monotonic() - clock) * 1000),
     }
     # The error may quote the model's answer (a field name it invented), which may hold U+0000.
-    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(without_nul(outcome)),)).fetchone()
+    row = conn.execute(
+        queries.SUBMIT_JUDGE_RUN, {"outcome": Jsonb(without_nul(outcome))}
+    ).fetchone()
     stored: dict[str, Any] = row[0] if row else {}
     return GroupResult(
         group=group,

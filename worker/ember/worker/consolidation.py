@@ -72,7 +72,9 @@ class ConsolidationPipeline:
     async def claim(
         self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
     ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_CONSOLIDATION, (worker_name, lease))
+        cur = await conn.execute(
+            queries.CLAIM_CONSOLIDATION, {"worker": worker_name, "lease": lease}
+        )
         row = await cur.fetchone()
         plan = row[0] if row else None
         if not plan:
@@ -90,7 +92,8 @@ class ConsolidationPipeline:
     ) -> bool:
         try:
             await conn.execute(
-                queries.EXTEND_CONSOLIDATION_LEASE, (job.run_id, job.lease_token, lease)
+                queries.EXTEND_CONSOLIDATION_LEASE,
+                {"run": job.run_id, "lease_token": job.lease_token, "lease": lease},
             )
         except psycopg.Error as exc:
             if exc.sqlstate in LOST:
@@ -100,7 +103,9 @@ class ConsolidationPipeline:
 
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
         try:
-            await conn.execute(queries.RELEASE_CONSOLIDATION, (job.run_id, job.lease_token))
+            await conn.execute(
+                queries.RELEASE_CONSOLIDATION, {"run": job.run_id, "lease_token": job.lease_token}
+            )
         except psycopg.Error as exc:
             if exc.sqlstate not in LOST:
                 raise
@@ -155,7 +160,8 @@ class ConsolidationPipeline:
         async with ctx.connection() as conn:
             try:
                 cur = await conn.execute(
-                    queries.SUBMIT_CONSOLIDATION, (job.run_id, job.lease_token, Jsonb(outcome))
+                    queries.SUBMIT_CONSOLIDATION,
+                    {"run": job.run_id, "lease_token": job.lease_token, "outcome": Jsonb(outcome)},
                 )
             except psycopg.Error as exc:
                 if exc.sqlstate in LOST:

@@ -237,7 +237,7 @@ class ShadowPipeline:
     async def claim(
         self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
     ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_SHADOW, (worker_name, lease))
+        cur = await conn.execute(queries.CLAIM_SHADOW, {"worker": worker_name, "lease": lease})
         row = await cur.fetchone()
         plan = row[0] if row else None
         if not plan:
@@ -254,7 +254,10 @@ class ShadowPipeline:
         self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
     ) -> bool:
         try:
-            await conn.execute(queries.EXTEND_SHADOW_LEASE, (job.run_id, job.lease_token, lease))
+            await conn.execute(
+                queries.EXTEND_SHADOW_LEASE,
+                {"run": job.run_id, "lease_token": job.lease_token, "lease": lease},
+            )
         except psycopg.Error as exc:
             if exc.sqlstate == sqlstates.LEASE_NOT_HELD:
                 return False
@@ -263,7 +266,9 @@ class ShadowPipeline:
 
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
         try:
-            await conn.execute(queries.RELEASE_SHADOW, (job.run_id, job.lease_token))
+            await conn.execute(
+                queries.RELEASE_SHADOW, {"run": job.run_id, "lease_token": job.lease_token}
+            )
         except psycopg.Error as exc:
             if (
                 exc.sqlstate != sqlstates.LEASE_NOT_HELD
@@ -271,14 +276,14 @@ class ShadowPipeline:
                 raise
 
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        cur = await conn.execute(queries.SHADOW_CANCEL_REQUESTED, (run_id,))
+        cur = await conn.execute(queries.SHADOW_CANCEL_REQUESTED, {"run": run_id})
         row = await cur.fetchone()
         return bool(row and row[0])
 
     async def _last_turn(self, ctx: Context, model: str) -> bool:
         if model not in self._retention:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.MODEL_THINKING_RETENTION, (model,))
+                cur = await conn.execute(queries.MODEL_THINKING_RETENTION, {"model": model})
                 row = await cur.fetchone()
             self._retention[model] = str(row[0]) if row and row[0] is not None else "all"
         return self._retention[model] == "last-turn"
@@ -356,7 +361,12 @@ class ShadowPipeline:
             try:
                 async with ctx.connection() as conn:
                     cur = await conn.execute(
-                        queries.SUBMIT_SHADOW, (job.run_id, job.lease_token, Jsonb(outcome))
+                        queries.SUBMIT_SHADOW,
+                        {
+                            "run": job.run_id,
+                            "lease_token": job.lease_token,
+                            "outcome": Jsonb(outcome),
+                        },
                     )
                     row = await cur.fetchone()
                 break
@@ -424,7 +434,7 @@ class ShadowPipeline:
         judges it and names the likely cause (functions/049_shadow_hot_cache.sql)."""
         try:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, (job.run_id,))
+                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, {"run": job.run_id})
                 row = await cur.fetchone()
         except psycopg.Error as exc:
             ctx.log.warning("hot cache check failed: %s", exc)

@@ -126,7 +126,7 @@ class StewardPipeline:
     async def claim(
         self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
     ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_STEWARD, (worker_name, lease))
+        cur = await conn.execute(queries.CLAIM_STEWARD, {"worker": worker_name, "lease": lease})
         row = await cur.fetchone()
         plan = row[0] if row else None
         if not plan:
@@ -143,7 +143,10 @@ class StewardPipeline:
         self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
     ) -> bool:
         try:
-            await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
+            await conn.execute(
+                queries.EXTEND_STEWARD_LEASE,
+                {"run": job.run_id, "lease_token": job.lease_token, "lease": lease},
+            )
         except psycopg.Error as exc:
             if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
                 return False
@@ -152,7 +155,9 @@ class StewardPipeline:
 
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
         try:
-            await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
+            await conn.execute(
+                queries.RELEASE_STEWARD, {"run": job.run_id, "lease_token": job.lease_token}
+            )
         except psycopg.Error as exc:
             if (
                 exc.sqlstate not in sqlstates.STEWARD_RUN_LOST
@@ -163,7 +168,7 @@ class StewardPipeline:
         # A human message does not cancel a steward run: it adds to the backlog, it does not make
         # what the steward is reading wrong. Sealing a thread the run read does: the call out
         # holds that thread's rows. Shutdown is a task cancel, handled by release.
-        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, (run_id,))
+        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, {"run": run_id})
         row = await cur.fetchone()
         return bool(row and row[0])
 
@@ -250,7 +255,14 @@ class StewardPipeline:
         async with ctx.connection() as conn:
             try:
                 await conn.execute(
-                    queries.FAIL_STEWARD, (job.run_id, job.lease_token, error, None, None)
+                    queries.FAIL_STEWARD,
+                    {
+                        "run": job.run_id,
+                        "lease_token": job.lease_token,
+                        "error": error,
+                        "usage": None,
+                        "latency_ms": None,
+                    },
                 )
             except psycopg.Error as exc:
                 if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
@@ -290,7 +302,7 @@ class StewardPipeline:
         stored = 0
         while True:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.FACTS_TO_EMBED, (EMBED_BATCH,))
+                cur = await conn.execute(queries.FACTS_TO_EMBED, {"limit": EMBED_BATCH})
                 rows = await cur.fetchall()
             if not rows:
                 return stored
@@ -301,7 +313,11 @@ class StewardPipeline:
                     try:
                         await conn.execute(
                             queries.SET_FACT_EMBEDDING,
-                            (fact_id, vector_literal(vector), embedder.name),
+                            {
+                                "fact": fact_id,
+                                "embedding": vector_literal(vector),
+                                "model": embedder.name,
+                            },
                         )
                         stored += 1
                     except psycopg.Error as exc:
