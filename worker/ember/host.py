@@ -357,10 +357,6 @@ class Host:
             self._one(queries.HOST_DEFINE_CATEGORY, {"name": name, "description": description})
         )
 
-    def tag_model(self, model: str, category: str) -> bool:
-        """The operator's step: `model` may read `category` from now on; False when it could."""
-        return bool(self._one(queries.TAG_MODEL, {"model": model, "category": category}))
-
     def ensure_steward_thread(self) -> str:
         """The steward's hidden thread, once main exists (one step of `setup`)."""
         return str(self._one(queries.HOST_ENSURE_STEWARD, {"now": self._now()}))
@@ -368,11 +364,6 @@ class Host:
     def activate_shadow(self) -> Any:
         """Shadow memory on, from this moment (one step of `setup`); what activation did."""
         return self._one(queries.HOST_ACTIVATE_SHADOW, {"now": self._now()})
-
-    def tick(self) -> dict[str, Any]:
-        """The worker's ticker pass, at the clock's time: idle threads offered, expired prefixes
-        dropped. Only for a host that simulates time; otherwise the worker ticks."""
-        return dict(self._one(queries.HOST_TICK, {"now": self._now()}) or {})
 
     def call_model(self, thread_id: str) -> str | None:
         """The model the thread's next call may go to: its pin, refused (EM022, category_model)

@@ -159,6 +159,9 @@ FROM ember.comparison_item_evidence(
 TICKER_TRY_LOCK: LiteralString = "SELECT pg_try_advisory_lock(hashtext('ember.worker.ticker'))"
 # The periodic pass: idle threads offered, expired prefixes dropped, lapsed leases freed.
 TICK: LiteralString = "SELECT ember.tick()"
+# The same pass at a given time (NULL: now), for a runtime that simulates time: `ember demo`'s
+# ticks while it plays its corpus on an injected clock, as the worker would have ticked.
+TICK_AT: LiteralString = "SELECT ember.tick(coalesce(%(now)s::timestamptz, clock_timestamp()))"
 # How often the ticker runs tick(), in seconds (the tick_interval setting).
 TICK_INTERVAL: LiteralString = (
     "SELECT extract(epoch FROM ember.setting_interval('tick_interval'))::float8"
@@ -256,8 +259,6 @@ HOST_DEFINE_CATEGORY: LiteralString = "SELECT ember.define_category(%(name)s, %(
 HOST_ACTIVATE_SHADOW: LiteralString = (
     "SELECT ember.shadow_activate(coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
-# The ticker's pass at the host's time: what a host that simulates time runs instead of waiting.
-HOST_TICK: LiteralString = "SELECT ember.tick(coalesce(%(now)s::timestamptz, clock_timestamp()))"
 
 # --- operators' commands: ember init, status, settings, forget, search (ember/commands/) ---
 

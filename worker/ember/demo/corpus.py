@@ -27,6 +27,7 @@ from typing import Any
 import anthropic
 import psycopg
 
+from ember import queries
 from ember.host import Host, PrefixCapture, turn_tools
 from ember.sim import Scripted
 
@@ -337,7 +338,8 @@ class Runtime(Host):
         while corpus_time - self.last_tick >= self.corpus.tick_every:
             self.last_tick += self.corpus.tick_every
             self.demo_clock.pin(self.last_tick)
-            done = self.tick()
+            row = self.conn.execute(queries.TICK_AT, {"now": self._now()}).fetchone()
+            done: dict[str, Any] = (row[0] if row else None) or {}
             at = f"{self.last_tick:%H:%M} tick:"
             if done.get("prefixes_dropped"):
                 names = ", ".join(sorted(set(done["prefixes_dropped"])))

@@ -365,7 +365,7 @@ class Demo:
             self.start_worker()
             self.cut_over()
             self.interrupt(runtime)
-            self.tag_light_model(runtime)
+            self.tag_light_model()
             self.drain()
             self.settle_consolidation()
             self.stop_worker()
@@ -382,7 +382,7 @@ class Demo:
         )
         runtime.define_category(cat.name, cat.description)
         # The host's own model for the health thread may read it; the light model, not yet.
-        runtime.tag_model(cat.host_model, cat.name)
+        conn.execute(queries.TAG_MODEL, {"model": cat.host_model, "category": cat.name})
         # Shadow memory is on from the corpus's first moment.
         self.clock.pin(corpus.start)
         runtime.activate_shadow()
@@ -485,10 +485,10 @@ class Demo:
                     self.display.say(f"{thread}: the running shadow turn was cancelled")
                 self.held.release.set()
 
-    def tag_light_model(self, runtime: Runtime) -> None:
+    def tag_light_model(self) -> None:
         cat = self.corpus.category
         self.display.step(f"tagging {cat.light_model} for {cat.name}: its thread may now be read")
-        runtime.tag_model(cat.light_model, cat.name)
+        self.conn.execute(queries.TAG_MODEL, {"model": cat.light_model, "category": cat.name})
 
     def drain(self) -> None:
         self.display.step("the worker runs until no work is left")
