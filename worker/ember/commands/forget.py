@@ -85,13 +85,8 @@ def run(args: argparse.Namespace) -> int:
     if args.thread is not None:
         query, params = queries.FORGET_THREAD, {"thread": args.thread, "reason": args.reason}
     else:
-        query, params = (
-            queries.FORGET_MESSAGES,
-            {
-                "ids": _ids(args.messages),
-                "reason": args.reason,
-            },
-        )
+        ids = _ids(args.messages)
+        query, params = queries.FORGET_MESSAGES, {"ids": ids, "reason": args.reason}
     result: dict[str, Any] = {}
     with connect(autocommit=False) as conn:
         try:
