@@ -1,4 +1,5 @@
--- Who may read which thread (seed 001 sections 5 and 6, design.md invariants 1 and 9).
+-- Who may read which thread, and which fact (seed 001 sections 5 and 6, design.md invariants 1
+-- and 9).
 --
 -- A viewer is named by text:
 --   'human'            the person. Sees every thread, isolated ones included (labels and seals
