@@ -1,9 +1,9 @@
 """The loop's side of the Pipeline protocol, the same for every pipeline whose runs SQL leases.
 
 Each pipeline claims, renews, releases and checks for cancellation with one SQL call apiece, and
-treats the same few refusals as "this run is no longer ours". Only the statements and those
+takes a few refusals to mean "this run is no longer ours". Only the statements and those
 SQLSTATEs differ, so a pipeline names them once in a LeaseCalls and inherits the four methods
-from LeasedPipeline; a copy per pipeline could drift in what counts as a lost lease.
+from LeasedPipeline; a copy per pipeline could drift in how a lost lease is handled.
 """
 
 from __future__ import annotations
