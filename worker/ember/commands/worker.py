@@ -11,7 +11,7 @@ from typing import Any
 from ember.worker.config import WorkerConfig
 
 DESCRIPTION = """\
-Run the shadow (and, when installed, steward) pipelines as a sidecar next to your agent runtime.
+Run the shadow, steward and consolidation pipelines as a sidecar next to your agent runtime.
 The worker LISTENs for ember_wake and ember_cancel, polls as a fallback, calls tick() for the
 fleet (one worker at a time), claims runs, calls the model through the Anthropic Messages API
 (or `ember sim`), keeps leases alive and submits each outcome through its one SQL procedure.
@@ -66,7 +66,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "worker",
         parents=[common],
-        help="run the worker sidecar (shadow and steward pipelines)",
+        help="run the worker sidecar (shadow, steward and consolidation pipelines)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -83,7 +83,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pipelines",
         default=_env("PIPELINES", ""),
-        help="comma-separated pipelines to run (default: every installed one: shadow, steward)",
+        help="comma-separated pipelines to run (default: shadow, steward, consolidation)",
     )
     _number(p, "--concurrency", WorkerConfig.concurrency, "model calls in flight at once")
     _number(p, "--claimers", WorkerConfig.claimers, "claims made side by side once work is found")

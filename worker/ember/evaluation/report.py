@@ -1,4 +1,4 @@
-"""An eval run as SQL reports it (functions/094_eval_report.sql): terminal tables, JSON, and the
+"""An eval run as SQL reports it (functions/096_eval_report.sql): terminal tables, JSON, and the
 data of the HTML section (ember.evaluation.html). Nothing is computed here that SQL did not: the
 figures are formatted, never derived.
 """
