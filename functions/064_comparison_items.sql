@@ -13,13 +13,18 @@
 -- a cited generation. The one definition of read_by_shadow, for comparison_item_rows and the
 -- analyst's explain (088_explain_analyst.sql).
 CREATE OR REPLACE VIEW ember.comparison_fact_reads AS
-SELECT fp.fact_id, fp.thread_id, r.path
+SELECT
+    fp.fact_id,
+    fp.thread_id,
+    r.path
 FROM ember.comparison_fact_pointers AS fp
-LEFT JOIN ember.messages AS m ON m.id = fp.message_id
-JOIN ember.shadow_runs AS r
-    ON r.status = 'completed' AND r.thread_id = fp.thread_id
-    AND r.generation_id = coalesce(m.generation_id, fp.generation_id)
-    AND (fp.message_id IS NULL OR (m.seq > r.from_seq AND m.seq <= r.through_seq));
+LEFT JOIN ember.messages AS m ON fp.message_id = m.id
+INNER JOIN ember.shadow_runs AS r
+    ON
+        fp.thread_id = r.thread_id
+        AND coalesce(m.generation_id, fp.generation_id) = r.generation_id
+        AND r.status = 'completed'
+        AND (fp.message_id IS NULL OR (m.seq > r.from_seq AND m.seq <= r.through_seq));
 
 -- One row per (fact, thread it cites) and per proposal (valid or rejected), with the ids of the
 -- other side's items it pairs with in each coverage, whether a judge was shown it, and, for a

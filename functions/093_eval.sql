@@ -284,6 +284,16 @@ BEGIN
 END;
 $$;
 
+-- Whether shadow is cut over for the run in this transaction: eval_cut_over's promotions exist
+-- only until the transaction that made them rolls back. Both a second cut-over and closing a
+-- conversation are refused while one is.
+CREATE OR REPLACE FUNCTION ember.eval_cut_over_open(p_run bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT 1 FROM ember.eval_promotions AS e WHERE e.run_id = p_run)
+$$;
+
 -- Retire the active facts of a conversation's thread, with the reason, and count them: the one
 -- way an eval empties memory, whether for a cut-over (eval_cut_over) or once a conversation is
 -- answered (eval_close_conversation).
@@ -332,7 +342,7 @@ BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.eval_running(p_run);
     PERFORM ember.eval_conversation_of(p_run, p_thread);
-    IF EXISTS (SELECT 1 FROM ember.eval_promotions WHERE run_id = p_run) THEN
+    IF ember.eval_cut_over_open(p_run) THEN
         RAISE EXCEPTION 'eval_cut_over: shadow is already cut over in this transaction'
             USING ERRCODE = 'EM111', HINT = 'roll the cut-over back before the next one';
     END IF;
@@ -393,7 +403,7 @@ BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.eval_running(p_run);
     PERFORM ember.eval_conversation_of(p_run, p_thread);
-    IF EXISTS (SELECT 1 FROM ember.eval_promotions WHERE run_id = p_run) THEN
+    IF ember.eval_cut_over_open(p_run) THEN
         RAISE EXCEPTION 'eval_close_conversation: shadow is cut over in this transaction'
             USING ERRCODE = 'EM111', HINT = 'roll the cut-over back first';
     END IF;
