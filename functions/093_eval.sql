@@ -1,7 +1,7 @@
 -- `ember eval` (issue 28), the write side: a run, its conversations and questions, shadow cut
 -- over for one conversation at a time, and every answer and judge call with its price snapshot.
 -- The model calls are the worker's (worker/ember/evaluation/); what is stored and what counts is
--- decided here. Reading a run back is functions/094_eval_report.sql.
+-- decided here. Reading a run back is functions/096_eval_report.sql.
 --
 -- A run is answered one conversation at a time: import, both pipelines digest it, the questions
 -- are searched against the steward's facts, then (inside a transaction that is rolled back)
