@@ -174,6 +174,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: each refusal is one IF with its SQLSTATE, then one locked insert. It is the host's
+-- hot path (B1): a helper for the checks would add a call to every append, for no shared rule.
 CREATE OR REPLACE FUNCTION ember.append_message(
     p_thread text,
     p_role text,

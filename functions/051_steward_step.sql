@@ -114,6 +114,9 @@ $$;
 --                        applied. The worker can only refuse more than SQL would, never accept more.
 -- Refusals: EM061-EM064 (see steward_run_for_write), EM065 a malformed response or embedding
 -- map. Rounds past steward_max_rounds are refused with EM064 after the run is failed.
+--
+-- Its length: the response checked whole before any write, then the tool calls applied in order
+-- and the lease judged again at the end; one transaction's sequence, each part used only here.
 CREATE OR REPLACE FUNCTION ember.steward_step(
     p_run bigint,
     p_lease_token uuid,

@@ -172,6 +172,9 @@ $$;
 -- (EM028 when the chat, or a generation the scene draws on, carries labels main's model is not
 -- tagged for), and main's generation records the generations it read: its labels grow by what
 -- it saw.
+--
+-- Its length: the scene (calls, writes, recent rows) is two statements whose rows the visibility
+-- check and the read report that follow use; split, the rows would be built twice or passed along.
 CREATE OR REPLACE FUNCTION ember.side_chat_inspect(p_thread text)
 RETURNS jsonb
 LANGUAGE plpgsql

@@ -121,6 +121,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: staging, the shared checks (staged_rows_check) and one insert; the host's batch hot
+-- path (B1), where every statement runs once per call and none per row.
 CREATE OR REPLACE FUNCTION ember.append_messages(
     p_thread text,
     p_rows json,

@@ -108,6 +108,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: three passes over the steward's record (runs that read or wrote, search results,
+-- unowned generations), each a loop of its own kind of row, all under one erasure setting.
 CREATE OR REPLACE FUNCTION ember.forget_steward_record(
     p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[],
     p_rows_since timestamptz, p_since timestamptz

@@ -27,6 +27,10 @@
 
 -- Validates nothing: the caller (forget_messages or forget_thread) has checked its input.
 -- p_ids are rows not yet erased and not the steward's. Returns the jsonb report.
+--
+-- Its length: one erasure's steps in the order the invariants need (lock, tombstone, pointers and
+-- facts, history, proposals, main's record, work in flight), all under the erasing setting it
+-- sets and clears; the report it returns counts every step.
 CREATE OR REPLACE FUNCTION ember.forget_apply(p_forgetting bigint, p_ids bigint[], p_now timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql

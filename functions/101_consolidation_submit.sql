@@ -30,6 +30,9 @@ $$;
 
 -- Apply one checked action; returns the fact a merge wrote. The facts must be active now (an
 -- earlier action of the same run, or a steward wake, may have changed them since the plan).
+--
+-- Its length: the active check, then one branch per action kind (merge, supersede, retire) between
+-- setting and clearing the history settings the fact triggers read.
 CREATE OR REPLACE FUNCTION ember.consolidation_apply(
     p_run bigint, p_action bigint, p_kind text, p_ids bigint[], p_text text, p_reason text,
     p_now timestamptz
@@ -181,6 +184,9 @@ $$;
 -- (EM131), another lease token (EM132), a lapsed lease (EM133), a run no longer running (EM134),
 -- a malformed envelope (EM130). Each action is then checked alone and recorded as applied,
 -- refused (with the failed check) or flagged.
+--
+-- Its length: the envelope and lease guards, then each action checked, recorded and applied in its
+-- own exception block; one run's sequence under its row lock.
 CREATE OR REPLACE FUNCTION ember.submit_consolidation_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
