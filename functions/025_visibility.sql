@@ -280,9 +280,7 @@ WITH steward AS MATERIALIZED (
         t.created_at,
         ember.viewer_tags(t.id) AS tags
     FROM ember.threads AS t
-    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
-    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
+    WHERE t.id = ember.steward_thread_id()
 ),
 
 viewer AS MATERIALIZED (
@@ -361,9 +359,7 @@ WITH steward AS MATERIALIZED (
         coalesce(t.model, 'none pinned') AS model,
         ember.viewer_tags(t.id) AS tags
     FROM ember.threads AS t
-    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
-    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
+    WHERE t.id = ember.steward_thread_id()
 ),
 
 -- With a steward whose model is tagged for every category, nothing waits: no thread is hidden

@@ -201,7 +201,7 @@ AS $$
 DECLARE
     v_idle interval := ember.setting_interval('idle_before_digest');
     v_idle_text text := ember.setting('idle_before_digest') #>> '{}';
-    v_steward text := (SELECT t.id FROM ember.threads AS t WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id));
+    v_steward text := ember.steward_thread_id();
     v_steward_model text;
 BEGIN
     IF v_steward IS NOT NULL THEN
