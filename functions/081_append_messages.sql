@@ -233,11 +233,7 @@ BEGIN
     END IF;
 
     -- The same lock append_message takes: appends to one thread are serialized.
-    t := ember.lock_thread(p_thread);
-    IF t.status = 'archived' THEN
-        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
-            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
-    END IF;
+    t := ember.lock_thread(p_thread, p_append => true);
     IF NOT EXISTS (SELECT 1 FROM staged_rows) THEN
         RETURN '{}';
     END IF;
