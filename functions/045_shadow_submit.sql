@@ -163,8 +163,8 @@ $$;
 -- run's thread and generation, and the generation's labels; each is validated on its own, so
 -- an invalid one is kept with its validation_error and its valid siblings are stored normally.
 --
--- Its length: the lease and status guards, then the run's update and the proposals, under one lock
--- order (thread, then run); benchmarked (B3), it keeps the per-proposal loop free of extra calls.
+-- Its length: the lease and status guards, then the run's update and the proposals, all under the
+-- one lock order (thread, then run) that a split would restate in each part; benchmarked (B3, B11).
 CREATE OR REPLACE FUNCTION ember.submit_shadow_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
