@@ -273,6 +273,9 @@ $$;
 -- (EM028 when the chat, or a generation the scene draws on, carries labels main's model is not
 -- tagged for), and main's generation records the generations it read: its labels grow by what
 -- it saw.
+--
+-- Its length: what is left after side_chat_calls and side_chat_written_paths is the visibility
+-- check and read report over the rows the scene shows, and the scene's one jsonb value.
 CREATE OR REPLACE FUNCTION ember.side_chat_inspect(p_thread text)
 RETURNS jsonb
 LANGUAGE plpgsql

@@ -61,6 +61,9 @@ $$;
 
 -- work_status's shadow rows: per thread with work, why it waits or who holds it; and the hot runs
 -- that read too little of their prefix from the cache.
+--
+-- Its length: one statement whose CASEs (state, reason, since, until, detail) test the same
+-- conditions in the same order, so a reason's columns read side by side, as the list above.
 CREATE OR REPLACE FUNCTION ember.work_status_shadow(p_now timestamptz)
 RETURNS TABLE (
     pipeline text,
@@ -184,6 +187,8 @@ END;
 $$;
 
 -- work_status's steward rows: the wake in flight, and per backlog generation why it waits.
+--
+-- Its length: as work_status_shadow, one statement whose CASEs share one order of conditions.
 CREATE OR REPLACE FUNCTION ember.work_status_steward(p_now timestamptz)
 RETURNS TABLE (
     pipeline text,
