@@ -327,7 +327,12 @@ $$;
 -- from it by labels (labels are categories), so hidden_reason_unchecked is not asked at all.
 CREATE OR REPLACE VIEW ember.backlog AS
 WITH viewer AS MATERIALIZED (
-    SELECT v.id, v.created_at, v.tags, v.all_tagged FROM ember.backlog_viewer() AS v
+    SELECT
+        v.id,
+        v.created_at,
+        v.tags,
+        v.all_tagged
+    FROM ember.backlog_viewer() AS v
 ),
 
 undigested AS MATERIALIZED (
@@ -389,7 +394,13 @@ CREATE OR REPLACE VIEW ember.backlog_waiting AS
 -- With a steward whose model is tagged for every category, nothing waits: no thread is hidden
 -- from it and every row's labels are tagged. Then no undigested row is looked at.
 WITH viewer AS MATERIALIZED (
-    SELECT v.id, v.created_at, v.model, v.tags FROM ember.backlog_viewer() AS v WHERE NOT v.all_tagged
+    SELECT
+        v.id,
+        v.created_at,
+        v.model,
+        v.tags
+    FROM ember.backlog_viewer() AS v
+    WHERE NOT v.all_tagged
 ),
 
 undigested AS MATERIALIZED (
