@@ -28,7 +28,7 @@ from ember.tools import (
     consolidation_tool,
     parse_consolidation,
 )
-from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.calls import create_message, describe_error, text_version, usage_of
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -112,10 +112,10 @@ class ConsolidationPipeline:
         model = str(job.plan["model"])
         started = time.monotonic()
         usage: dict[str, int] = {}
+        request = consolidation_request(model, str(job.plan["content"]))
+        digest = text_version(request["system"][0]["text"])
         try:
-            response = await create_message(
-                ctx.client, consolidation_request(model, str(job.plan["content"]))
-            )
+            response = await create_message(ctx.client, request)
             usage = usage_of(response)
             ctx.observe_call(
                 pipeline=self.name,
@@ -123,13 +123,13 @@ class ConsolidationPipeline:
                 seconds=time.monotonic() - started,
                 usage=usage,
             )
-            outcome = self._outcome("completed", None, usage, started, actions_of(response))
+            outcome = self._outcome("completed", None, usage, started, actions_of(response), digest)
         except asyncio.CancelledError:
             raise
         except ToolInputError as exc:
-            outcome = self._outcome("failed", str(exc), usage, started, [])
+            outcome = self._outcome("failed", str(exc), usage, started, [], digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing changes
-            outcome = self._outcome("failed", describe_error(exc), usage, started, [])
+            outcome = self._outcome("failed", describe_error(exc), usage, started, [], digest)
         status = await self._submit(job, ctx, outcome)
         ctx.observe_run(pipeline=self.name, path="consolidation", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
@@ -141,6 +141,7 @@ class ConsolidationPipeline:
         usage: dict[str, int],
         started: float,
         actions: list[dict[str, Any]],
+        prompt_sha256: str | None = None,
     ) -> dict[str, Any]:
         return {
             "status": status,
@@ -149,6 +150,8 @@ class ConsolidationPipeline:
             "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
             "finished_at": datetime.now(UTC).isoformat(),
             "actions": actions,
+            # The text_version of prompts/consolidation.md as the request carried it.
+            "prompt_sha256": prompt_sha256,
         }
 
     async def _submit(self, job: Job, ctx: Context, outcome: dict[str, Any]) -> str:
