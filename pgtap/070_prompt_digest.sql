@@ -25,8 +25,8 @@ SELECT is(
     (SELECT array_agg(c.conrelid::regclass::text ORDER BY c.conrelid::regclass::text)
      FROM pg_constraint AS c
      WHERE c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%prompt_sha256%[0-9a-f]{64}%'),
-    ARRAY['ember.consolidation_runs', 'ember.judge_runs', 'ember.shadow_runs', 'ember.steward_runs'],
-    'every runs table checks its prompt_sha256'
+    ARRAY['ember.consolidation_runs', 'ember.eval_calls', 'ember.judge_runs', 'ember.shadow_runs', 'ember.steward_runs'],
+    'every runs table, and eval_calls, checks its prompt_sha256'
 );
 SELECT ember.submit_judge_run(jsonb_build_object(
     'categories', '[]'::jsonb, 'model', 'claude-haiku-4-5', 'proposal_ids', '[]'::jsonb, 'fact_ids', '[]'::jsonb,

@@ -1,7 +1,8 @@
 """Each run records the sha256 of the prompt text it was sent with (issue 27), so an analyst can
 group runs by prompt version: a real `ember worker` against `ember sim` records, for its shadow,
 steward and consolidation runs, the digest of the prompts/ file's text as the request carried it
-(what the simulator received), and a changed prompt text is a changed digest.
+(what the simulator received), and a changed prompt text is a changed digest; an eval call
+carries the digest of its prompt the same way.
 
 The SQL rules (the EM140 refusal, the CHECK, the analyst's run list) are in
 pgtap/045_shadow_submit_prompt_digest.sql and its siblings.
@@ -18,14 +19,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import psycopg
 import pytest
 
+from ember.evaluation import asking
 from ember.sim import Heuristic, SimServer
 from ember.worker import shadow, steward
 from ember.worker.pipeline import Job
 from hashembed import HashEmbedder
-from workerkit import InProcessContext, WorkerProcess, host_on, offer_cold, prepare
+from workerkit import API_KEY, InProcessContext, WorkerProcess, host_on, offer_cold, prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,3 +195,24 @@ def test_changing_a_prompt_text_changes_the_digest_the_run_records(
     recorded = _digest_of(db, "steward_runs", run.run_id)
     assert recorded == sha256_of_prompt(steward_md)
     assert recorded != sha256_of_prompt(ROOT / "prompts" / "steward.md")
+
+
+def test_an_eval_call_carries_the_digest_of_the_prompt_text_it_sent(sim: SimServer) -> None:
+    with anthropic.Anthropic(base_url=sim.base_url, api_key=API_KEY, max_retries=0) as client:
+        answer = asking.call(
+            client, "answer", asking.answer_request("claude-haiku-4-5", "Anything?", None, [])
+        )
+        judge = asking.call(
+            client, "judge", asking.judge_request("claude-sonnet-4-5", "Q?", "pottery", "pottery")
+        )
+    for made, name in ((answer, "eval_answer.md"), (judge, "eval_judge.md")):
+        # ember eval sends the file's text as it is, unstripped.
+        text = (ROOT / "prompts" / name).read_text(encoding="utf-8")
+        assert made.prompt_sha256 == hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert made.record("q1", "steward")["prompt_sha256"] == made.prompt_sha256
+    received = [
+        hashlib.sha256(text.encode("utf-8")).hexdigest()
+        for request in sim.requests[-2:]
+        for text in system_texts(request.body)
+    ]
+    assert received == [answer.prompt_sha256, judge.prompt_sha256]

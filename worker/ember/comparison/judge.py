@@ -26,15 +26,9 @@ from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from ember import queries
+from ember.textversion import text_version
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
-from ember.worker.calls import (
-    CallError,
-    create_message,
-    describe_error,
-    text_version,
-    usage_of,
-    without_nul,
-)
+from ember.worker.calls import CallError, create_message, describe_error, usage_of, without_nul
 
 PROMPT = Path(__file__).resolve().parents[3] / "prompts" / "semantic_judge.md"
 SHORTLIST_K = 5

@@ -7,10 +7,8 @@ are decided once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from functools import cache
 from typing import Any
 
 import anthropic
@@ -64,16 +62,6 @@ def usage_of(response: dict[str, Any] | None) -> dict[str, int]:
         # An endpoint that reports only the total wrote with the default (5-minute) TTL.
         usage["cache_creation_5m_input_tokens"] = _count(raw.get("cache_creation_input_tokens"))
     return usage
-
-
-@cache
-def text_version(text: str) -> str:
-    """The hex sha256 of a prompt text's UTF-8 bytes, as ember.text_version computes it in SQL.
-
-    A run records it for the prompt text its requests carried (its prompt_sha256): taken from the
-    very string put in the request, so it names what was sent, and computed once per text.
-    """
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def add_usage(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:

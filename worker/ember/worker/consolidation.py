@@ -22,13 +22,14 @@ from psycopg.types.json import Jsonb
 
 from ember import queries
 from ember.sqlstates import CONSOLIDATION_RUN_LOST
+from ember.textversion import text_version
 from ember.tools import (
     CONSOLIDATION_TOOL,
     ToolInputError,
     consolidation_tool,
     parse_consolidation,
 )
-from ember.worker.calls import create_message, describe_error, text_version, usage_of
+from ember.worker.calls import create_message, describe_error, usage_of
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.cachemark import last_message_marker
+from ember.textversion import text_version
 from ember.tools import (
     SHADOW_TOOL_NAME,
     ToolInputError,
@@ -38,7 +39,6 @@ from ember.worker.calls import (
     describe_error,
     empty_usage,
     post_message,
-    text_version,
     usage_of,
 )
 from ember.worker.jsonspan import Span, SpanError, scan, splice

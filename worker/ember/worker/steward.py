@@ -25,8 +25,9 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
+from ember.textversion import text_version
 from ember.tools import steward_call_error, steward_tool_definitions
-from ember.worker.calls import create_message, describe_error, text_version, usage_of
+from ember.worker.calls import create_message, describe_error, usage_of
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
