@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -216,3 +217,16 @@ def test_an_eval_call_carries_the_digest_of_the_prompt_text_it_sent(sim: SimServ
         for text in system_texts(request.body)
     ]
     assert received == [answer.prompt_sha256, judge.prompt_sha256]
+
+
+def test_a_hot_request_names_the_digest_of_the_shadow_question_it_carries() -> None:
+    hot = shadow.build_hot_request(
+        json.dumps({"model": "claude-haiku-4-5", "messages": [{"role": "user", "content": "hi"}]}),
+        json.dumps({"id": "msg_1", "content": [{"type": "text", "text": "Hello."}]}),
+        ["m:1 user(human): hi"],
+        last_turn_thinking=False,
+    )
+    question = json.loads(hot.body)["messages"][-1]["content"][-1]["text"]
+    template = sha256_of_prompt(ROOT / "prompts" / "shadow_question.md")
+    assert hot.prompt_sha256 == template
+    assert question.startswith(shadow.prompt("shadow_question") + "\n\n")
