@@ -1,5 +1,5 @@
 -- The distribution plan (issue 31): how a deployment that outgrows one server spreads Ember over
--- a Citus cluster. This file is the one place the plan's lists live: pgtap/099_distribution_lint.sql
+-- a Citus cluster. This file is the one place the plan's lists live: pgtap/004_distribution_plan.sql
 -- checks the catalog against them, and docs/operations.md's plan block is rendered from them
 -- (`python -m ember.distribution --write`; tests/test_distribution_doc.py fails when the two
 -- differ). A table, or a hot-path function, added by a later change is added here.
@@ -180,7 +180,7 @@ COMMENT ON FUNCTION ember.distribution_commands() IS
 'The one-time Citus commands of the distribution plan, in the order an operator runs them.';
 
 -- What in the catalog breaks the plan, one row per problem, each naming the table and the
--- constraint, index, column or function: the lint (pgtap/099_distribution_lint.sql) expects none
+-- constraint, index, column or function: the lint (pgtap/004_distribution_plan.sql) expects none
 -- for every rule, and an operator can run it before distributing. The rules are Citus's:
 --   1 every table of schema ember is in one of the plan's lists;
 --   2 the plan names existing tables, once each, with a NOT NULL distribution column where due;

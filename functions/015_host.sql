@@ -297,3 +297,146 @@ BEGIN
     PERFORM ember.shadow_memory_changed(p_thread, 'thread-' || p_status, p_now);
 END;
 $$;
+
+-- The host's turn calls. They report what happened to the thread; shadow_memory_changed()
+-- (040_shadow_signals.sql) decides what it means for shadow, and shadow_excluded() which threads
+-- shadow never reads. Every body here is plpgsql, so this file may be applied before 040 defines
+-- what they call (a SQL-language body is checked when it is created, a plpgsql one when it runs).
+
+-- The thread's last real request and response, stored byte for byte (text: jsonb would reorder
+-- keys and drop whitespace, and one changed byte is a cache miss). Returns false when the thread is
+-- one shadow never reads (main, steward, isolated): nothing is stored for it at all.
+--
+-- model is the request's "model"; has_shadow_tool says whether the request's tools include
+-- shadow_memory_propose (a replay cannot add it: a changed tools list misses the whole cache);
+-- estimated_tokens is estimate_tokens() over the whole request text. That counts JSON syntax and
+-- tool schemas too, so it overstates the prompt somewhat; it is compared with the model's minimum
+-- cacheable length only to rule out prefixes that clearly are too short to be cached.
+CREATE OR REPLACE FUNCTION ember.note_prefix(
+    p_thread text,
+    p_request text,
+    p_response text,
+    p_request_started_at timestamptz DEFAULT clock_timestamp(),
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS boolean
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_request json;
+BEGIN
+    PERFORM ember.require_now(p_now);
+    PERFORM ember.lock_thread(p_thread);
+    IF ember.shadow_excluded(p_thread) THEN
+        RETURN false;
+    END IF;
+    IF p_request IS NULL OR p_response IS NULL OR p_request_started_at IS NULL THEN
+        RAISE EXCEPTION 'thread "%": a prefix needs a request, a response and a start time', p_thread
+            USING ERRCODE = 'EM032';
+    END IF;
+    BEGIN
+        v_request := p_request::json;
+        PERFORM p_response::json;
+    EXCEPTION WHEN invalid_text_representation OR statement_too_complex THEN
+        -- statement_too_complex (54001): JSON nested deeper than the parser's stack allows.
+        RAISE EXCEPTION 'thread "%": a prefix request and response must be JSON text', p_thread
+            USING ERRCODE = 'EM032', DETAIL = SQLERRM;
+    END;
+    IF json_typeof(v_request) <> 'object' THEN
+        RAISE EXCEPTION 'thread "%": a prefix request must be a JSON object, got %',
+            p_thread, json_typeof(v_request)
+            USING ERRCODE = 'EM032';
+    END IF;
+
+    INSERT INTO ember.shadow_prefixes AS p (
+        thread_id, generation_id, request, response, model, request_started_at,
+        has_shadow_tool, estimated_tokens, noted_at
+    ) VALUES (
+        p_thread,
+        ember.current_generation(p_thread, p_now),
+        p_request,
+        p_response,
+        v_request ->> 'model',
+        p_request_started_at,
+        coalesce(json_typeof(v_request -> 'tools') = 'array' AND EXISTS (
+            SELECT 1 FROM json_array_elements(v_request -> 'tools') AS tool
+            WHERE json_typeof(tool) = 'object' AND tool ->> 'name' = 'shadow_memory_propose'
+        ), false),
+        ember.estimate_tokens(p_request),
+        p_now
+    )
+    ON CONFLICT (thread_id) DO UPDATE SET
+        generation_id = excluded.generation_id,
+        request = excluded.request,
+        response = excluded.response,
+        model = excluded.model,
+        request_started_at = excluded.request_started_at,
+        has_shadow_tool = excluded.has_shadow_tool,
+        estimated_tokens = excluded.estimated_tokens,
+        noted_at = excluded.noted_at;
+
+    INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at)
+    VALUES (p_thread, p_now)
+    ON CONFLICT (thread_id) DO UPDATE SET last_activity_at = greatest(s.last_activity_at, p_now);
+    RETURN true;
+END;
+$$;
+
+-- A turn began: until it ends, offers wait for the boundary (unless the turn blocks on the user).
+CREATE OR REPLACE FUNCTION ember.turn_started(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM ember.require_now(p_now);
+    PERFORM ember.lock_thread(p_thread);
+    IF ember.shadow_excluded(p_thread) THEN
+        RETURN;
+    END IF;
+    INSERT INTO ember.shadow_thread_state AS s (thread_id, turn_running, waiting_user, last_activity_at)
+    VALUES (p_thread, true, false, p_now)
+    ON CONFLICT (thread_id) DO UPDATE SET
+        turn_running = true,
+        waiting_user = false,
+        last_activity_at = greatest(s.last_activity_at, p_now);
+END;
+$$;
+
+-- A turn ended: normally (turn-boundary, which only drains) or with a failure (turn-failed, an
+-- offer of its own: a failed turn may have left a half-done state worth recording).
+CREATE OR REPLACE FUNCTION ember.turn_ended(
+    p_thread text, p_ok boolean, p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF p_ok IS NULL THEN
+        -- Guessing "failed" would signal a failure that may not have happened.
+        RAISE EXCEPTION 'turn_ended: thread "%": p_ok must say whether the turn succeeded, not NULL', p_thread
+            USING ERRCODE = 'EM012';
+    END IF;
+    RETURN ember.shadow_memory_changed(
+        p_thread, CASE WHEN p_ok THEN 'turn-boundary' ELSE 'turn-failed' END, p_now
+    );
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.waiting_for_user(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN ember.shadow_memory_changed(p_thread, 'waiting-user', p_now);
+END;
+$$;
+
+-- A task's result reached the thread that dispatched it; the offer is on the task thread itself.
+CREATE OR REPLACE FUNCTION ember.task_ended(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+RETURNS text
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    RETURN ember.shadow_memory_changed(p_thread, 'task-ended', p_now);
+END;
+$$;

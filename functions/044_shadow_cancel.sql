@@ -12,18 +12,15 @@
 --
 -- SECURITY DEFINER because it writes shadow tables that a role allowed to append messages has no
 -- reason to hold rights on; hence the pinned search_path.
--- Withdraw a thread's shadow work: its offers, its prefix, and its running run (flagged, and
--- NOTIFY ember_cancel with the run id). The caller holds the thread's row lock, so a claim or a
--- submit of the same thread sees either all of this or none of it.
-CREATE OR REPLACE FUNCTION ember.shadow_withdraw(p_thread text)
+-- Ask the thread's running shadow run to stop: flagged cancel_requested, and NOTIFY ember_cancel
+-- with its id. The part of a withdrawal that a thread ending needs on its own.
+CREATE OR REPLACE FUNCTION ember.shadow_cancel_running(p_thread text)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
     v_run bigint;
 BEGIN
-    DELETE FROM ember.shadow_signals WHERE thread_id = p_thread;
-    DELETE FROM ember.shadow_prefixes WHERE thread_id = p_thread;
     FOR v_run IN
         UPDATE ember.shadow_runs SET cancel_requested = true
         WHERE thread_id = p_thread AND status = 'running'
@@ -31,6 +28,20 @@ BEGIN
     LOOP
         PERFORM pg_notify('ember_cancel', v_run::text);
     END LOOP;
+END;
+$$;
+
+-- Withdraw a thread's shadow work: its offers, its prefix, and its running run (flagged, and
+-- NOTIFY ember_cancel with the run id). The caller holds the thread's row lock, so a claim or a
+-- submit of the same thread sees either all of this or none of it.
+CREATE OR REPLACE FUNCTION ember.shadow_withdraw(p_thread text)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    DELETE FROM ember.shadow_signals WHERE thread_id = p_thread;
+    DELETE FROM ember.shadow_prefixes WHERE thread_id = p_thread;
+    PERFORM ember.shadow_cancel_running(p_thread);
 END;
 $$;
 
@@ -93,3 +104,29 @@ AFTER UPDATE OF seal_tier ON ember.threads
 FOR EACH ROW
 WHEN (old.seal_tier IS DISTINCT FROM new.seal_tier AND new.seal_tier = 'isolated')
 EXECUTE FUNCTION ember.shadow_cancel_on_seal();
+
+-- A thread that ends or is archived cancels its running shadow run: the run is flagged so its
+-- submit records 'cancelled' and no proposals (invariant 6), and the worker is told through
+-- NOTIFY ember_cancel. An archived thread is gone, so its offers and prefix go too
+-- (shadow_withdraw); an ended one keeps its standing offers, and the status change's own signal
+-- (thread-ended, raised after this) lets it be digested afresh from its final rows. A trigger on
+-- the status column, so any path that ends a thread does it.
+CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_thread_end()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    IF new.status = 'archived' THEN
+        PERFORM ember.shadow_withdraw(new.id);
+    ELSE
+        PERFORM ember.shadow_cancel_running(new.id);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER shadow_cancel_on_thread_end
+AFTER UPDATE OF status ON ember.threads
+FOR EACH ROW
+WHEN (new.status IN ('ended', 'archived') AND old.status IS DISTINCT FROM new.status)
+EXECUTE FUNCTION ember.shadow_cancel_on_thread_end();

@@ -84,33 +84,6 @@ AS $$
     WHERE r.id = p_run
 $$;
 
--- Whether a fact may be read: never when it is derived from an isolated thread (one sealed after
--- the fact was written) and, unless the viewer is the person, only when the viewer model's tags
--- cover its labels. Written over plain values so search_memory can apply it per candidate
--- without looking the viewer up again.
-CREATE OR REPLACE FUNCTION ember.fact_visible(
-    p_human boolean, p_tags text[], p_categories text[], p_sources text[]
-)
-RETURNS boolean
-LANGUAGE sql STABLE
-AS $$
-    SELECT (p_human OR p_categories <@ p_tags)
-        AND NOT EXISTS (SELECT 1 FROM unnest(p_sources) AS s WHERE ember.is_isolated(s))
-$$;
-
--- Why a fact is hidden from a viewer, or NULL when the viewer may read it (ember.fact_visible).
-CREATE OR REPLACE FUNCTION ember.fact_hidden_reason(p_viewer text, f ember.facts)
-RETURNS text
-LANGUAGE sql STABLE
-AS $$
-    SELECT CASE
-        WHEN EXISTS (SELECT 1 FROM unnest(f.source_threads) AS s WHERE ember.is_isolated(s))
-            THEN 'derived from an isolated thread'
-        WHEN NOT ember.fact_visible(p_viewer = 'human', ember.viewer_tags(p_viewer), f.categories, '{}')
-            THEN 'labelled beyond the viewer''s model'
-    END
-$$;
-
 -- The facts named by p_ids that the steward may change: active and visible to it. The reason
 -- never says more about a hidden fact than that it is not one the steward can use.
 CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_ids bigint[])

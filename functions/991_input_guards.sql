@@ -115,37 +115,3 @@ WHEN (
     OR length(new.tool_name) > current_setting('ember.guard_max_key_chars', TRUE)::integer
 )
 EXECUTE FUNCTION ember.messages_arrival_guard();
-
--- A thread that ends or is archived cancels its running shadow run: the run is flagged so its
--- submit records 'cancelled' and no proposals (invariant 6), and the worker is told through
--- NOTIFY ember_cancel. An archived thread is gone, so its offers and prefix go too
--- (shadow_withdraw); an ended one keeps its standing offers, and the status change's own signal
--- (thread-ended, raised after this) lets it be digested afresh from its final rows. A trigger on
--- the status column, so any path that ends a thread does it.
-CREATE OR REPLACE FUNCTION ember.shadow_cancel_on_thread_end()
-RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_run bigint;
-BEGIN
-    IF new.status = 'archived' THEN
-        PERFORM ember.shadow_withdraw(new.id);
-        RETURN NULL;
-    END IF;
-    FOR v_run IN
-        UPDATE ember.shadow_runs SET cancel_requested = true
-        WHERE thread_id = new.id AND status = 'running'
-        RETURNING id
-    LOOP
-        PERFORM pg_notify('ember_cancel', v_run::text);
-    END LOOP;
-    RETURN NULL;
-END;
-$$;
-
-CREATE OR REPLACE TRIGGER shadow_cancel_on_thread_end
-AFTER UPDATE OF status ON ember.threads
-FOR EACH ROW
-WHEN (new.status IN ('ended', 'archived') AND old.status IS DISTINCT FROM new.status)
-EXECUTE FUNCTION ember.shadow_cancel_on_thread_end();

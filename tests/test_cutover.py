@@ -3,7 +3,7 @@
 A thread is cut over to shadow, shadow's proposals about its new rows become facts, and the
 cut-over is rolled back: the steward then reads the thread again from the cut-over point and
 memory ends exactly as if the steward alone had read everything. The SQL rules themselves are
-in pgtap/097_cutover.sql and pgtap/098_cutover_schedule.sql.
+in pgtap/097_cutover.sql and pgtap/097_cutover_schedule.sql.
 """
 
 from __future__ import annotations

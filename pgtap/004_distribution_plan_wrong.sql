@@ -1,7 +1,7 @@
 BEGIN;
 SELECT plan(9);
 
--- The distribution lint (pgtap/099_distribution_lint.sql) fails on deliberately wrong tables and
+-- The distribution lint (pgtap/004_distribution_plan.sql) fails on deliberately wrong tables and
 -- functions, naming each table and constraint. The plan is widened for this transaction only by
 -- wrapping its functions.
 
