@@ -95,6 +95,27 @@ SELECT
     j.prompt_sha256
 FROM ember.judge_runs AS j;
 
+-- The runs of a window, by their start: the one rule every cost, latency and run list of the
+-- comparison (and the summary's first_at and last_at) windows runs by.
+CREATE OR REPLACE FUNCTION ember.comparison_window_runs(p_since timestamptz, p_until timestamptz)
+RETURNS SETOF ember.comparison_runs
+LANGUAGE sql STABLE
+AS $$
+    SELECT r.* FROM ember.comparison_runs AS r
+    WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+$$;
+
+-- A sum of USD that is unknown (NULL) as soon as one of its parts is, never a smaller total, and 0
+-- of no parts at all: the rule of every USD total by pipeline (comparison_summary) and of an eval's
+-- costs (096_eval_report.sql).
+CREATE OR REPLACE FUNCTION ember.known_sum(p_parts numeric[])
+RETURNS numeric
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN bool_and(x IS NOT NULL) IS NOT FALSE THEN coalesce(sum(x), 0) END
+    FROM unnest(p_parts) AS x
+$$;
+
 -- What a run cost at list price: every USD figure of the comparison (cost by pipeline, by
 -- path, by thread, per run, per fact) is a sum of run_usd and run_output_usd, and both price
 -- through ember.run_cost_usd (048_shadow_cost.sql), so a change of how a token kind is priced
@@ -156,8 +177,7 @@ BEGIN
            count(*) FILTER (WHERE ember.run_usd(r) IS NULL),
            -- A missing price makes the whole group unknown: never a smaller total.
            CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END
-    FROM ember.comparison_runs AS r
-    WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+    FROM ember.comparison_window_runs(p_since, p_until) AS r
     GROUP BY r.pipeline, r.model, r.status
     ORDER BY r.pipeline, r.model, r.status;
 END;
@@ -198,9 +218,8 @@ BEGIN
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
            round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
            max(r.latency_ms)
-    FROM ember.comparison_runs AS r
+    FROM ember.comparison_window_runs(p_since, p_until) AS r
     WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
-      AND ember.comparison_in_window(r.started_at, p_since, p_until)
     GROUP BY r.pipeline, r.model
     ORDER BY r.pipeline, r.model;
 END;
@@ -253,8 +272,7 @@ BEGIN
     RETURN QUERY
     WITH runs AS MATERIALIZED (
         SELECT r.*, ember.run_usd(r) AS usd, ember.run_output_usd(r) AS out_usd
-        FROM ember.comparison_runs AS r
-        WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+        FROM ember.comparison_window_runs(p_since, p_until) AS r
     ),
     facts_by_run AS (
         SELECT f.run_id, count(*) AS n FROM ember.facts AS f

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from ember.tools import (
     parse_consolidation,
 )
 from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -65,49 +66,17 @@ def actions_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-class ConsolidationPipeline:
+class ConsolidationPipeline(LeasedPipeline):
     """Claims consolidation runs and carries each out in one model call."""
 
     name = "consolidation"
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_CONSOLIDATION, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(
-                queries.EXTEND_CONSOLIDATION_LEASE, (job.run_id, job.lease_token, lease)
-            )
-        except psycopg.Error as exc:
-            if exc.sqlstate in LOST:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_CONSOLIDATION, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if exc.sqlstate not in LOST:
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        return False  # nothing cancels a consolidation run; shutdown releases it
+    # Nothing cancels a consolidation run (no cancel_requested); shutdown releases it.
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_CONSOLIDATION,
+        extend=queries.EXTEND_CONSOLIDATION_LEASE,
+        release=queries.RELEASE_CONSOLIDATION,
+        lost=LOST,
+    )
 
     async def execute(self, job: Job, ctx: Context) -> None:
         model = str(job.plan["model"])

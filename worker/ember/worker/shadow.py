@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ from ember.worker.calls import (
     usage_of,
 )
 from ember.worker.jsonspan import Span, SpanError, scan, splice
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -236,54 +237,20 @@ def _outcome(
     }
 
 
-class ShadowPipeline:
+class ShadowPipeline(LeasedPipeline):
     """Claims shadow runs and carries them out, hot or cold."""
 
     name = "shadow"
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_SHADOW,
+        extend=queries.EXTEND_SHADOW_LEASE,
+        release=queries.RELEASE_SHADOW,
+        lost=(sqlstates.LEASE_NOT_HELD,),
+        cancel_requested=queries.SHADOW_CANCEL_REQUESTED,
+    )
 
     def __init__(self) -> None:
         self._retention: dict[str, str] = {}
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_SHADOW, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(queries.EXTEND_SHADOW_LEASE, (job.run_id, job.lease_token, lease))
-        except psycopg.Error as exc:
-            if exc.sqlstate == sqlstates.LEASE_NOT_HELD:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_SHADOW, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if (
-                exc.sqlstate != sqlstates.LEASE_NOT_HELD
-            ):  # already finished, or no longer ours: nothing to give
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        cur = await conn.execute(queries.SHADOW_CANCEL_REQUESTED, (run_id,))
-        row = await cur.fetchone()
-        return bool(row and row[0])
 
     async def _last_turn(self, ctx: Context, model: str) -> bool:
         if model not in self._retention:

@@ -15,7 +15,6 @@ import asyncio
 import copy
 import logging
 import time
-from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from ember.embed import Embedder, EmbedderUnavailable, load_embedder
 from ember.textversion import text_version
 from ember.tools import steward_call_error, steward_tool_definitions
 from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -113,60 +113,24 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(x) for x in vector) + "]"
 
 
-class StewardPipeline:
+class StewardPipeline(LeasedPipeline):
     """Claims steward runs and carries them out, round by round."""
 
     name = "steward"
+    # A human message does not cancel a steward run: it adds to the backlog, it does not make
+    # what the steward is reading wrong. Sealing a thread the run read does: the call out
+    # holds that thread's rows. Shutdown is a task cancel, handled by release.
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_STEWARD,
+        extend=queries.EXTEND_STEWARD_LEASE,
+        release=queries.RELEASE_STEWARD,
+        lost=sqlstates.STEWARD_RUN_LOST,
+        cancel_requested=queries.STEWARD_CANCEL_REQUESTED,
+    )
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
         self._embedder_missing = False
-
-    # --- the loop's side of the protocol ---
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_STEWARD, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
-        except psycopg.Error as exc:
-            if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if (
-                exc.sqlstate not in sqlstates.STEWARD_RUN_LOST
-            ):  # finished, or no longer ours: nothing to hand back
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        # A human message does not cancel a steward run: it adds to the backlog, it does not make
-        # what the steward is reading wrong. Sealing a thread the run read does: the call out
-        # holds that thread's rows. Shutdown is a task cancel, handled by release.
-        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, (run_id,))
-        row = await cur.fetchone()
-        return bool(row and row[0])
 
     # --- one wake ---
 
