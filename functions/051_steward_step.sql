@@ -166,6 +166,8 @@ $$;
 --   p_rejections         {tool_use id: reason} for calls the worker's tool models refused
 --                        (worker/ember/tools.py): answered is_error with that reason, never
 --                        applied. The worker can only refuse more than SQL would, never accept more.
+--   p_prompt_sha256      the digest of the steward prompt the request carried (ember.prompt_digest,
+--                        EM140), recorded on the run; NULL keeps what an earlier round recorded
 -- Refusals: EM061-EM064 (see steward_run_for_write), EM065 a malformed response or embedding
 -- map. Rounds past steward_max_rounds are refused with EM064 after the run is failed.
 --
@@ -178,7 +180,8 @@ CREATE OR REPLACE FUNCTION ember.steward_step(
     p_embeddings jsonb DEFAULT '{}',
     p_latency_ms bigint DEFAULT NULL,
     p_now timestamptz DEFAULT clock_timestamp(),
-    p_rejections jsonb DEFAULT '{}'
+    p_rejections jsonb DEFAULT '{}',
+    p_prompt_sha256 text DEFAULT NULL
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -194,12 +197,16 @@ DECLARE
     v_max_calls integer := ember.setting_int('steward_max_tool_calls');
     v_reminder text;
     v_started timestamptz := clock_timestamp();
+    v_prompt text;
 BEGIN
     r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
     PERFORM ember.steward_response_check(p_run, p_response, p_embeddings, p_latency_ms, p_rejections);
 
+    v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
+
     PERFORM ember.steward_add_usage(p_run, p_response -> 'usage', p_latency_ms);
-    UPDATE ember.steward_runs SET rounds = rounds + 1 WHERE id = p_run RETURNING * INTO r;
+    UPDATE ember.steward_runs SET rounds = rounds + 1, prompt_sha256 = coalesce(v_prompt, prompt_sha256)
+    WHERE id = p_run RETURNING * INTO r;
 
     -- A thread this run read was sealed while the run was out. Every later round would send its
     -- rows again (the conversation starts with the pages), and a fact written now would come from
@@ -299,14 +306,16 @@ AS $$
 $$;
 
 -- The worker gives up on a run (a model error, a cancelled task, the round limit seen first by
--- the worker). p_usage and p_latency_ms account a last call that produced no step.
+-- the worker). p_usage and p_latency_ms account a last call that produced no step, and
+-- p_prompt_sha256 records the prompt it was sent with, as in steward_step.
 CREATE OR REPLACE FUNCTION ember.fail_steward_run(
     p_run bigint,
     p_lease_token uuid,
     p_error text,
     p_usage jsonb DEFAULT NULL,
     p_latency_ms bigint DEFAULT NULL,
-    p_now timestamptz DEFAULT clock_timestamp()
+    p_now timestamptz DEFAULT clock_timestamp(),
+    p_prompt_sha256 text DEFAULT NULL
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -314,6 +323,7 @@ AS $$
 DECLARE
     r ember.steward_runs;
     v_reason text;
+    v_prompt text;
 BEGIN
     r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
     IF p_error IS NULL OR btrim(p_error) = '' THEN
@@ -327,7 +337,9 @@ BEGIN
         RAISE EXCEPTION 'steward run %: latency must not be negative, got %', p_run, p_latency_ms
             USING ERRCODE = 'EM065';
     END IF;
+    v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
     PERFORM ember.steward_add_usage(p_run, p_usage, p_latency_ms);
+    UPDATE ember.steward_runs SET prompt_sha256 = coalesce(v_prompt, prompt_sha256) WHERE id = p_run;
     PERFORM ember.steward_end_failed(p_run, p_error, p_now);
     RETURN jsonb_build_object('run_id', p_run, 'status', 'failed', 'error', p_error);
 END;

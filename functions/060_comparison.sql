@@ -118,6 +118,17 @@ LEFT JOIN ember.comparison_unread_threads AS u ON u.thread_id = coalesce(m.threa
 LEFT JOIN ember.shadow_cursors AS c
     ON c.thread_id = coalesce(m.thread_id, g.thread_id) AND c.generation_id = coalesce(m.generation_id, g.id);
 
+-- Why shadow could not have read any of a fact's rows in one thread, from the unread_reason of
+-- each of its pointers there in ordinal order: NULL as soon as shadow reads one of them, the first
+-- pointer's reason otherwise. The one rule of a fact's exclusion, for comparison_all_facts and
+-- the analyst's explain (088_explain_analyst.sql); a plain SQL function, so it inlines into both.
+CREATE OR REPLACE FUNCTION ember.comparison_excluded_reason(p_unread_reasons text[])
+RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN array_position(p_unread_reasons, NULL) IS NULL THEN p_unread_reasons[1] END
+$$;
+
 -- Facts of a window that touch no isolated thread, once per thread they point into, with why
 -- shadow could not have read any of the fact's rows in that thread (excluded_reason: the first
 -- pointer's reason; NULL when shadow reads at least one). The isolated facts are found once, as a
@@ -139,8 +150,7 @@ AS $$
     SELECT f.id, t.thread_id, f.text, f.text_key, f.categories, f.created_at, t.excluded_reason
     FROM (
         SELECT fp.fact_id, fp.thread_id,
-               CASE WHEN bool_and(fp.unread_reason IS NOT NULL)
-                    THEN (array_agg(fp.unread_reason ORDER BY fp.ordinal))[1] END AS excluded_reason
+               ember.comparison_excluded_reason(array_agg(fp.unread_reason ORDER BY fp.ordinal)) AS excluded_reason
         FROM ember.comparison_fact_pointers AS fp
         WHERE fp.thread_id IS NOT NULL AND fp.fact_id IN (SELECT f.id FROM f)
         GROUP BY fp.fact_id, fp.thread_id
@@ -166,6 +176,19 @@ AS $$
     WHERE a.excluded_reason IS NULL
 $$;
 
+-- Every proposal of a window, valid or rejected, on threads that are not isolated: the one scope
+-- of the proposals the comparison shows (the pairs, the summary's counts, the items, the rejected
+-- and their evidence), as comparison_all_facts is of the facts.
+CREATE OR REPLACE FUNCTION ember.comparison_window_proposals(p_since timestamptz, p_until timestamptz)
+RETURNS SETOF ember.shadow_proposals
+LANGUAGE sql STABLE
+AS $$
+    SELECT p.*
+    FROM ember.shadow_proposals AS p
+    WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
+      AND ember.comparison_in_window(p.created_at, p_since, p_until)
+$$;
+
 -- Valid (not rejected) proposals of a window on threads that are not isolated.
 CREATE OR REPLACE FUNCTION ember.comparison_proposals(p_since timestamptz, p_until timestamptz)
 RETURNS TABLE (
@@ -175,10 +198,8 @@ RETURNS TABLE (
 LANGUAGE sql STABLE
 AS $$
     SELECT p.id, p.thread_id, p.text, p.text_key, p.categories, p.evidence, p.created_at
-    FROM ember.shadow_proposals AS p
+    FROM ember.comparison_window_proposals(p_since, p_until) AS p
     WHERE p.validation_error IS NULL
-      AND p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-      AND ember.comparison_in_window(p.created_at, p_since, p_until)
 $$;
 
 -- comparison_exact ------------------------------------------------------------------------------
@@ -318,91 +339,3 @@ COMMENT ON VIEW ember.comparison_evidence IS
 intersect (same message or same generation). The same evidence can support different facts, so a pair here
 is a neighbour, NOT semantic coverage; shared evidence is reported separately and never claimed as
 coverage. Windowed: ember.comparison_evidence(since, until). No isolated thread.';
-
--- comparison_semantic ---------------------------------------------------------------------------
-
--- The judged pairs by id, once each: the one definition, which comparison_semantic dresses with
--- texts and its judge, and the summary counts. The proposal's thread names the pair (the judge
--- groups by label categories, not by thread, so the fact may cite another).
-CREATE OR REPLACE FUNCTION ember.comparison_semantic_pairs(p_since timestamptz, p_until timestamptz)
-RETURNS TABLE (thread_id text, proposal_id bigint, fact_id bigint)
-LANGUAGE sql STABLE
-AS $$
-    SELECT DISTINCT p.thread_id, p.proposal_id, jp.fact_id
-    FROM ember.judged_pairs AS jp
-    JOIN ember.judge_runs AS r ON r.id = jp.judge_run_id AND r.status = 'completed'
-    JOIN ember.comparison_proposals(p_since, p_until) AS p ON p.proposal_id = jp.proposal_id
-    WHERE jp.fact_id IN (SELECT f.fact_id FROM ember.comparison_facts(p_since, p_until) AS f)
-$$;
-
--- What a completed judge run was shown, by side and id: a fact or proposal here was judged, and
--- one in no pair was judged unmatched; one not here was never judged, which is not the same.
-CREATE OR REPLACE FUNCTION ember.comparison_judged_items()
-RETURNS TABLE (side text, item_id bigint)
-LANGUAGE sql STABLE
-AS $$
-    SELECT DISTINCT 'fact'::text, x.id
-    FROM ember.judge_runs AS r CROSS JOIN LATERAL unnest(r.fact_ids) AS x (id)
-    WHERE r.status = 'completed'
-    UNION
-    SELECT DISTINCT 'proposal'::text, x.id
-    FROM ember.judge_runs AS r CROSS JOIN LATERAL unnest(r.proposal_ids) AS x (id)
-    WHERE r.status = 'completed'
-$$;
-
--- Every pair of every kind, by id: what "matched" means in the drill-down and the counts of
--- steward-only facts and shadow-only proposals.
-CREATE OR REPLACE FUNCTION ember.comparison_matches(p_since timestamptz, p_until timestamptz)
-RETURNS TABLE (kind text, thread_id text, proposal_id bigint, fact_id bigint)
-LANGUAGE sql STABLE
-AS $$
-    SELECT 'exact'::text, e.thread_id, e.proposal_id, e.fact_id FROM ember.comparison_exact_pairs(p_since, p_until) AS e
-    UNION ALL
-    SELECT 'evidence', e.thread_id, e.proposal_id, e.fact_id FROM ember.comparison_evidence_pairs(p_since, p_until) AS e
-    UNION ALL
-    SELECT 'semantic', s.thread_id, s.proposal_id, s.fact_id FROM ember.comparison_semantic_pairs(p_since, p_until) AS s
-$$;
-
-CREATE OR REPLACE FUNCTION ember.comparison_semantic(
-    p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
-)
-RETURNS TABLE (
-    thread_id text,
-    proposal_id bigint,
-    fact_id bigint,
-    proposal_text text,
-    fact_text text,
-    categories text[],
-    judge_run_id bigint,
-    judge_model text,
-    judged_at timestamptz,
-    label text
-)
-LANGUAGE plpgsql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, ember, pg_temp
-SET work_mem = '64MB'
-AS $$
-BEGIN
-    PERFORM ember.comparison_check_window(p_since, p_until);
-    RETURN QUERY
-    WITH f AS (
-        SELECT DISTINCT cf.fact_id, cf.text FROM ember.comparison_facts(p_since, p_until) AS cf
-    )
-    SELECT DISTINCT ON (p.proposal_id, jp.fact_id)
-        p.thread_id, p.proposal_id, jp.fact_id, p.text, f.text, r.categories, r.id, r.model, r.finished_at,
-        'reviewable pair, not truth'::text
-    FROM ember.judged_pairs AS jp
-    JOIN ember.judge_runs AS r ON r.id = jp.judge_run_id AND r.status = 'completed'
-    JOIN ember.comparison_proposals(p_since, p_until) AS p ON p.proposal_id = jp.proposal_id
-    JOIN f ON f.fact_id = jp.fact_id
-    ORDER BY p.proposal_id, jp.fact_id, r.finished_at DESC;
-END;
-$$;
-
-CREATE OR REPLACE VIEW ember.comparison_semantic AS
-SELECT * FROM ember.comparison_semantic(NULL, NULL);
-
-COMMENT ON VIEW ember.comparison_semantic IS
-'Semantic pairs: a valid shadow proposal and a steward fact that a light model (routed for exactly the
-pair''s label categories) judged to say the same thing. Reviewable pairs, not truth: read them before
-trusting the number. Windowed: ember.comparison_semantic(since, until). No isolated thread.';

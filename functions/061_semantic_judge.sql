@@ -134,6 +134,114 @@ BEGIN
 END;
 $$;
 
+-- Whether a model call's record holds a usage count or a latency_ms that is not a non-negative
+-- integer (an absent key, and a null latency, are allowed: the API may leave them out). The one
+-- shape rule of a recorded call's usage, for the judge's runs (submit_judge_run) and the eval's
+-- answer and judge calls (eval_record_call, 094_eval_record.sql); each raises its own error.
+CREATE OR REPLACE FUNCTION ember.call_usage_malformed(p_call jsonb)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM unnest(ARRAY[
+            'input_tokens', 'cache_read_input_tokens', 'cache_creation_5m_input_tokens',
+            'cache_creation_1h_input_tokens', 'output_tokens'
+        ]) AS k
+        WHERE p_call -> 'usage' ? k AND NOT ember.jsonb_is_count(p_call -> 'usage' -> k)
+    ) OR (p_call ? 'latency_ms' AND jsonb_typeof(p_call -> 'latency_ms') <> 'null'
+          AND NOT ember.jsonb_is_count(p_call -> 'latency_ms'))
+$$;
+
+-- submit_judge_run's first stage: an outcome of the shape documented there, or EM072.
+CREATE OR REPLACE FUNCTION ember.judge_check_outcome(p_outcome jsonb)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_outcome IS NULL OR jsonb_typeof(p_outcome) <> 'object'
+       OR jsonb_typeof(p_outcome -> 'categories') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'proposal_ids') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'fact_ids') IS DISTINCT FROM 'array'
+       OR jsonb_typeof(p_outcome -> 'pairs') IS DISTINCT FROM 'array'
+       OR p_outcome ->> 'status' IS NULL OR p_outcome ->> 'status' NOT IN ('completed', 'failed')
+       OR (p_outcome ->> 'status' = 'failed' AND p_outcome ->> 'error' IS NULL)
+       OR p_outcome ->> 'started_at' IS NULL OR p_outcome ->> 'finished_at' IS NULL THEN
+        RAISE EXCEPTION 'judge outcome is malformed: %', left(p_outcome::text, 200)
+            USING ERRCODE = 'EM072',
+                  HINT = 'needs categories, proposal_ids, fact_ids, pairs (arrays), status, started_at, '
+                      || 'finished_at, and error when failed';
+    END IF;
+    IF ember.call_usage_malformed(p_outcome) THEN
+        RAISE EXCEPTION 'judge outcome: usage and latency_ms must be non-negative integers: %',
+            p_outcome -> 'usage'
+            USING ERRCODE = 'EM072';
+    END IF;
+END;
+$$;
+
+-- submit_judge_run's second stage: every item must be a candidate of no isolated thread carrying
+-- exactly the group's categories, or EM071.
+CREATE OR REPLACE FUNCTION ember.judge_check_candidates(p_categories text[], p_proposals bigint[], p_facts bigint[])
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_bad bigint;
+BEGIN
+    SELECT x INTO v_bad FROM unnest(p_proposals) AS x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM ember.shadow_proposals AS p
+        WHERE p.id = x AND NOT ember.is_isolated(p.thread_id) AND p.validation_error IS NULL AND ember.label_set(p.categories) = p_categories
+    )
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'judge outcome: proposal % is not a candidate of group %', v_bad, p_categories
+            USING ERRCODE = 'EM071',
+                  DETAIL = 'a rejected proposal, one of an isolated thread, or one of other categories';
+    END IF;
+    SELECT x INTO v_bad FROM unnest(p_facts) AS x
+    WHERE NOT EXISTS (
+        SELECT 1 FROM ember.facts AS f
+        WHERE f.id = x AND ember.label_set(f.categories) = p_categories
+          AND EXISTS (SELECT 1 FROM ember.comparison_fact_pointers AS fp WHERE fp.fact_id = f.id)
+          AND NOT EXISTS (
+              SELECT 1 FROM ember.comparison_fact_pointers AS fp
+              WHERE fp.fact_id = f.id AND ember.is_isolated(fp.thread_id)
+          )
+    )
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'judge outcome: fact % is not a candidate of group %', v_bad, p_categories
+            USING ERRCODE = 'EM071', DETAIL = 'a fact of an isolated thread, or one of other categories';
+    END IF;
+END;
+$$;
+
+-- submit_judge_run's third stage: why the pairs of a completed judge call cannot be stored (the
+-- first pair that is not two non-negative indexes in range of the items sent), or NULL.
+CREATE OR REPLACE FUNCTION ember.judge_pairs_error(p_pairs jsonb, p_proposals integer, p_facts integer)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+DECLARE
+    v_pair jsonb;
+    v_i bigint := 0;
+BEGIN
+    FOR v_pair IN SELECT value FROM jsonb_array_elements(p_pairs) LOOP
+        IF jsonb_typeof(v_pair) <> 'array' OR jsonb_array_length(v_pair) <> 2
+           OR NOT ember.jsonb_is_count(v_pair -> 0) OR NOT ember.jsonb_is_count(v_pair -> 1) THEN
+            RETURN format('pair %s is not two non-negative indexes: %s', v_i, v_pair);
+        ELSIF (v_pair ->> 0)::bigint >= p_proposals THEN
+            RETURN format('pair %s: proposal index %s out of range (%s proposals sent)', v_i, v_pair -> 0, p_proposals);
+        ELSIF (v_pair ->> 1)::bigint >= p_facts THEN
+            RETURN format('pair %s: fact index %s out of range (%s facts sent)', v_i, v_pair -> 1, p_facts);
+        END IF;
+        v_i := v_i + 1;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
 -- Store one judge call. p_outcome:
 --   {"categories": [...], "model": "...", "window_since": ts|null, "window_until": ts|null,
 --    "proposal_ids": [...], "fact_ids": [...], "status": "completed"|"failed", "error": text|null,
@@ -155,36 +263,10 @@ DECLARE
     v_facts bigint[];
     v_status text;
     v_error text;
-    v_pair jsonb;
-    v_i bigint;
+    v_pairs_error text;
     v_run bigint;
-    v_bad bigint;
 BEGIN
-    IF p_outcome IS NULL OR jsonb_typeof(p_outcome) <> 'object'
-       OR jsonb_typeof(p_outcome -> 'categories') IS DISTINCT FROM 'array'
-       OR jsonb_typeof(p_outcome -> 'proposal_ids') IS DISTINCT FROM 'array'
-       OR jsonb_typeof(p_outcome -> 'fact_ids') IS DISTINCT FROM 'array'
-       OR jsonb_typeof(p_outcome -> 'pairs') IS DISTINCT FROM 'array'
-       OR p_outcome ->> 'status' IS NULL OR p_outcome ->> 'status' NOT IN ('completed', 'failed')
-       OR (p_outcome ->> 'status' = 'failed' AND p_outcome ->> 'error' IS NULL)
-       OR p_outcome ->> 'started_at' IS NULL OR p_outcome ->> 'finished_at' IS NULL THEN
-        RAISE EXCEPTION 'judge outcome is malformed: %', left(p_outcome::text, 200)
-            USING ERRCODE = 'EM072',
-                  HINT = 'needs categories, proposal_ids, fact_ids, pairs (arrays), status, started_at, '
-                      || 'finished_at, and error when failed';
-    END IF;
-    IF EXISTS (
-        SELECT 1 FROM unnest(ARRAY[
-            'input_tokens', 'cache_read_input_tokens', 'cache_creation_5m_input_tokens',
-            'cache_creation_1h_input_tokens', 'output_tokens'
-        ]) AS k
-        WHERE p_outcome -> 'usage' ? k AND NOT ember.jsonb_is_count(p_outcome -> 'usage' -> k)
-    ) OR (p_outcome ? 'latency_ms' AND jsonb_typeof(p_outcome -> 'latency_ms') <> 'null'
-          AND NOT ember.jsonb_is_count(p_outcome -> 'latency_ms')) THEN
-        RAISE EXCEPTION 'judge outcome: usage and latency_ms must be non-negative integers: %',
-            p_outcome -> 'usage'
-            USING ERRCODE = 'EM072';
-    END IF;
+    PERFORM ember.judge_check_outcome(p_outcome);
 
     v_categories := ember.label_set(ARRAY(SELECT jsonb_array_elements_text(p_outcome -> 'categories')));
     v_proposals := ARRAY(SELECT (x #>> '{}')::bigint FROM jsonb_array_elements(p_outcome -> 'proposal_ids') AS x);
@@ -202,61 +284,22 @@ BEGIN
             USING ERRCODE = 'EM073', HINT = 'route the group with ember.route_model(''light'', categories)';
     END IF;
 
-    -- Every item must be a candidate of no isolated thread carrying exactly the group's categories.
-    SELECT x INTO v_bad FROM unnest(v_proposals) AS x
-    WHERE NOT EXISTS (
-        SELECT 1 FROM ember.shadow_proposals AS p
-        WHERE p.id = x AND NOT ember.is_isolated(p.thread_id) AND p.validation_error IS NULL AND ember.label_set(p.categories) = v_categories
-    )
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'judge outcome: proposal % is not a candidate of group %', v_bad, v_categories
-            USING ERRCODE = 'EM071',
-                  DETAIL = 'a rejected proposal, one of an isolated thread, or one of other categories';
-    END IF;
-    SELECT x INTO v_bad FROM unnest(v_facts) AS x
-    WHERE NOT EXISTS (
-        SELECT 1 FROM ember.facts AS f
-        WHERE f.id = x AND ember.label_set(f.categories) = v_categories
-          AND EXISTS (SELECT 1 FROM ember.comparison_fact_pointers AS fp WHERE fp.fact_id = f.id)
-          AND NOT EXISTS (
-              SELECT 1 FROM ember.comparison_fact_pointers AS fp
-              WHERE fp.fact_id = f.id AND ember.is_isolated(fp.thread_id)
-          )
-    )
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'judge outcome: fact % is not a candidate of group %', v_bad, v_categories
-            USING ERRCODE = 'EM071', DETAIL = 'a fact of an isolated thread, or one of other categories';
-    END IF;
+    PERFORM ember.judge_check_candidates(v_categories, v_proposals, v_facts);
 
     -- Each pair must be two integers in range; the first that is not fails the whole group.
     IF v_status = 'completed' THEN
-        v_i := 0;
-        FOR v_pair IN SELECT value FROM jsonb_array_elements(p_outcome -> 'pairs') LOOP
-            IF jsonb_typeof(v_pair) <> 'array' OR jsonb_array_length(v_pair) <> 2
-               OR NOT ember.jsonb_is_count(v_pair -> 0) OR NOT ember.jsonb_is_count(v_pair -> 1) THEN
-                v_status := 'failed';
-                v_error := format('pair %s is not two non-negative indexes: %s', v_i, v_pair);
-            ELSIF (v_pair ->> 0)::bigint >= cardinality(v_proposals) THEN
-                v_status := 'failed';
-                v_error := format('pair %s: proposal index %s out of range (%s proposals sent)',
-                                  v_i, v_pair -> 0, cardinality(v_proposals));
-            ELSIF (v_pair ->> 1)::bigint >= cardinality(v_facts) THEN
-                v_status := 'failed';
-                v_error := format('pair %s: fact index %s out of range (%s facts sent)',
-                                  v_i, v_pair -> 1, cardinality(v_facts));
-            END IF;
-            EXIT WHEN v_status = 'failed';
-            v_i := v_i + 1;
-        END LOOP;
+        v_pairs_error := ember.judge_pairs_error(p_outcome -> 'pairs', cardinality(v_proposals), cardinality(v_facts));
+        IF v_pairs_error IS NOT NULL THEN
+            v_status := 'failed';
+            v_error := v_pairs_error;
+        END IF;
     END IF;
 
     INSERT INTO ember.judge_runs (
         categories, model, status, error, window_since, window_until, proposal_ids, fact_ids,
         input_tokens, cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
-        started_at, finished_at, latency_ms
+        started_at, finished_at, latency_ms, prompt_sha256
     ) VALUES (
         v_categories, v_model.id, v_status, v_error,
         (p_outcome ->> 'window_since')::timestamptz, (p_outcome ->> 'window_until')::timestamptz,
@@ -269,7 +312,8 @@ BEGIN
         v_model.price_as_of, v_model.price_input, v_model.price_output, v_model.price_cache_write_5m,
         v_model.price_cache_write_1h, v_model.price_cache_read,
         (p_outcome ->> 'started_at')::timestamptz, (p_outcome ->> 'finished_at')::timestamptz,
-        (p_outcome ->> 'latency_ms')::bigint
+        (p_outcome ->> 'latency_ms')::bigint,
+        ember.prompt_digest(p_outcome -> 'prompt_sha256', format('judge outcome of group %s', v_categories))
     )
     RETURNING id INTO v_run;
 

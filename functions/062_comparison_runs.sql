@@ -34,7 +34,8 @@ SELECT
     s.generation_id,
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
-    CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows
+    CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows,
+    s.prompt_sha256
 FROM ember.steward_runs AS s
 UNION ALL
 SELECT
@@ -61,7 +62,8 @@ SELECT
     r.generation_id,
     r.from_seq,
     r.through_seq,
-    NULL::bigint AS digested_rows
+    NULL::bigint AS digested_rows,
+    r.prompt_sha256
 FROM ember.shadow_runs AS r
 WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
@@ -89,8 +91,30 @@ SELECT
     NULL::uuid AS generation_id,
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
-    0::bigint AS digested_rows
+    0::bigint AS digested_rows,
+    j.prompt_sha256
 FROM ember.judge_runs AS j;
+
+-- The runs of a window, by their start: the one rule every cost, latency and run list of the
+-- comparison (and the summary's first_at and last_at) windows runs by.
+CREATE OR REPLACE FUNCTION ember.comparison_window_runs(p_since timestamptz, p_until timestamptz)
+RETURNS SETOF ember.comparison_runs
+LANGUAGE sql STABLE
+AS $$
+    SELECT r.* FROM ember.comparison_runs AS r
+    WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+$$;
+
+-- A sum of USD that is unknown (NULL) as soon as one of its parts is, never a smaller total, and 0
+-- of no parts at all: the rule of every USD total by pipeline (comparison_summary) and of an eval's
+-- costs (096_eval_report.sql).
+CREATE OR REPLACE FUNCTION ember.known_sum(p_parts numeric[])
+RETURNS numeric
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN bool_and(x IS NOT NULL) IS NOT FALSE THEN coalesce(sum(x), 0) END
+    FROM unnest(p_parts) AS x
+$$;
 
 -- What a run cost at list price: every USD figure of the comparison (cost by pipeline, by
 -- path, by thread, per run, per fact) is a sum of run_usd and run_output_usd, and both price
@@ -153,8 +177,7 @@ BEGIN
            count(*) FILTER (WHERE ember.run_usd(r) IS NULL),
            -- A missing price makes the whole group unknown: never a smaller total.
            CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END
-    FROM ember.comparison_runs AS r
-    WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+    FROM ember.comparison_window_runs(p_since, p_until) AS r
     GROUP BY r.pipeline, r.model, r.status
     ORDER BY r.pipeline, r.model, r.status;
 END;
@@ -195,9 +218,8 @@ BEGIN
            round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
            round(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.latency_ms))::bigint,
            max(r.latency_ms)
-    FROM ember.comparison_runs AS r
+    FROM ember.comparison_window_runs(p_since, p_until) AS r
     WHERE r.finished_at IS NOT NULL AND r.latency_ms IS NOT NULL
-      AND ember.comparison_in_window(r.started_at, p_since, p_until)
     GROUP BY r.pipeline, r.model
     ORDER BY r.pipeline, r.model;
 END;
@@ -212,7 +234,9 @@ milliseconds) and max, in milliseconds. Windowed by run start: ember.comparison_
 
 -- comparison_run_list ---------------------------------------------------------------------------
 
--- The runs behind every cost and latency figure, one row each.
+-- The runs behind every cost and latency figure, one row each, with the digest of the prompt text
+-- each was sent with (NULL before migration 0046), so runs can be grouped by prompt version.
+SELECT ember.comparison_drop_if_changed('ember.comparison_run_list(timestamptz, timestamptz)', 'prompt_sha256 text');
 CREATE OR REPLACE FUNCTION ember.comparison_run_list(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -236,7 +260,8 @@ RETURNS TABLE (
     proposals_written bigint,
     valid_proposals_written bigint,
     estimated_usd numeric,
-    output_usd numeric
+    output_usd numeric,
+    prompt_sha256 text
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
@@ -247,8 +272,7 @@ BEGIN
     RETURN QUERY
     WITH runs AS MATERIALIZED (
         SELECT r.*, ember.run_usd(r) AS usd, ember.run_output_usd(r) AS out_usd
-        FROM ember.comparison_runs AS r
-        WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+        FROM ember.comparison_window_runs(p_since, p_until) AS r
     ),
     facts_by_run AS (
         SELECT f.run_id, count(*) AS n FROM ember.facts AS f
@@ -273,7 +297,7 @@ BEGIN
            CASE WHEN r.path = 'steward' THEN coalesce(fr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.valid, 0) END,
-           round(r.usd, 6), round(r.out_usd, 6)
+           round(r.usd, 6), round(r.out_usd, 6), r.prompt_sha256
     FROM runs AS r
     LEFT JOIN facts_by_run AS fr ON r.path = 'steward' AND fr.run_id = r.run_id
     LEFT JOIN proposals_by_run AS pr ON r.path IN ('hot', 'cold') AND pr.run_id = r.run_id
@@ -292,7 +316,8 @@ semantic judge), path (steward, hot, cold, judge), the run id in its own table, 
 messages_digested, the rows a completed run read to the end (the steward''s digested rows; a shadow run''s
 rows from_seq < seq <= through_seq of its generation; 0 for a run that did not complete); facts_written
 (steward), proposals_written and valid_proposals_written (shadow); estimated_usd (NULL when the run lacks a
-price) and output_usd, its output tokens'' part, from the run''s list-price snapshot. Windowed by run start:
+price) and output_usd, its output tokens'' part, from the run''s list-price snapshot; prompt_sha256, the hex
+sha256 of the prompt text the run was sent with (NULL for runs recorded without one). Windowed by run start:
 ember.comparison_run_list(since, until). No run of an isolated thread.';
 
 -- comparison_evidence_quality -------------------------------------------------------------------

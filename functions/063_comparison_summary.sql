@@ -15,6 +15,10 @@ $$;
 
 SELECT ember.comparison_drop_if_changed('ember.comparison_summary(timestamptz, timestamptz)', 'last_at timestamp');
 
+-- Long on purpose: a third of it is the 27 columns of its one row, and the rest is one query whose
+-- CTEs each give one group of figures from sets read once (the window's proposals, the matches,
+-- the cost, the runs). Split into a function per figure, each would read those sets again, which
+-- is what B5 (bench/b5_comparison.py) measures; every rule it counts by lives elsewhere already.
 CREATE OR REPLACE FUNCTION ember.comparison_summary(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -69,9 +73,7 @@ BEGIN
     RETURN QUERY
     WITH prop AS (
         SELECT p.id, p.validation_error, p.created_at
-        FROM ember.shadow_proposals AS p
-        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-          AND ember.comparison_in_window(p.created_at, p_since, p_until)
+        FROM ember.comparison_window_proposals(p_since, p_until) AS p
     ),
     reasons AS (
         SELECT coalesce(jsonb_object_agg(x.reason, x.n ORDER BY x.reason), '{}'::jsonb) AS by_reason
@@ -97,19 +99,15 @@ BEGIN
     cost AS (
         SELECT
             -- NULL as soon as one group of the pipeline is NULL; 0 when it has no runs at all.
-            CASE WHEN bool_and(c.estimated_usd IS NOT NULL) FILTER (WHERE c.pipeline = 'steward') IS NOT FALSE
-                 THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline = 'steward'), 0) END AS steward,
-            CASE WHEN bool_and(c.estimated_usd IS NOT NULL) FILTER (WHERE c.pipeline LIKE 'shadow %') IS NOT FALSE
-                 THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline LIKE 'shadow %'), 0) END AS shadow,
-            CASE WHEN bool_and(c.estimated_usd IS NOT NULL) FILTER (WHERE c.pipeline = 'semantic judge') IS NOT FALSE
-                 THEN coalesce(sum(c.estimated_usd) FILTER (WHERE c.pipeline = 'semantic judge'), 0) END AS judge,
+            ember.known_sum(array_agg(c.estimated_usd) FILTER (WHERE c.pipeline = 'steward')) AS steward,
+            ember.known_sum(array_agg(c.estimated_usd) FILTER (WHERE c.pipeline LIKE 'shadow %')) AS shadow,
+            ember.known_sum(array_agg(c.estimated_usd) FILTER (WHERE c.pipeline = 'semantic judge')) AS judge,
             coalesce(sum(c.runs) FILTER (WHERE c.pipeline = 'semantic judge'), 0)::bigint AS judge_runs
         FROM ember.comparison_cost(p_since, p_until) AS c
     ),
     runs AS (
         SELECT r.pipeline, r.latency_ms, r.started_at, r.finished_at
-        FROM ember.comparison_runs AS r
-        WHERE ember.comparison_in_window(r.started_at, p_since, p_until)
+        FROM ember.comparison_window_runs(p_since, p_until) AS r
     ),
     lat AS (
         SELECT

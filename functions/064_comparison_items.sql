@@ -8,6 +8,24 @@
 
 -- comparison_item_rows: the statuses by id, the one definition the views dress and count -------
 
+-- Which shadow paths have read a fact's rows in a thread it cites, one row per pointer and run that
+-- read it: a completed run of that thread whose range holds the cited row, or any completed run of
+-- a cited generation. The one definition of read_by_shadow, for comparison_item_rows and the
+-- analyst's explain (088_explain_analyst.sql).
+CREATE OR REPLACE VIEW ember.comparison_fact_reads AS
+SELECT
+    fp.fact_id,
+    fp.thread_id,
+    r.path
+FROM ember.comparison_fact_pointers AS fp
+LEFT JOIN ember.messages AS m ON fp.message_id = m.id
+INNER JOIN ember.shadow_runs AS r
+    ON
+        fp.thread_id = r.thread_id
+        AND coalesce(m.generation_id, fp.generation_id) = r.generation_id
+        AND r.status = 'completed'
+        AND (fp.message_id IS NULL OR (m.seq > r.from_seq AND m.seq <= r.through_seq));
+
 -- One row per (fact, thread it cites) and per proposal (valid or rejected), with the ids of the
 -- other side's items it pairs with in each coverage, whether a judge was shown it, and, for a
 -- fact, which shadow paths have read its rows in that thread (completed runs whose range holds a
@@ -39,15 +57,10 @@ AS $$
         SELECT a.fact_id, a.thread_id, a.excluded_reason FROM ember.comparison_all_facts(p_since, p_until) AS a
     ),
     reads AS (
-        SELECT fp.fact_id, fp.thread_id, array_agg(DISTINCT r.path ORDER BY r.path) AS paths
-        FROM ember.comparison_fact_pointers AS fp
-        JOIN facts AS f ON f.fact_id = fp.fact_id AND f.thread_id = fp.thread_id
-        LEFT JOIN ember.messages AS m ON m.id = fp.message_id
-        JOIN ember.shadow_runs AS r
-            ON r.status = 'completed' AND r.thread_id = fp.thread_id
-            AND r.generation_id = coalesce(m.generation_id, fp.generation_id)
-            AND (fp.message_id IS NULL OR (m.seq > r.from_seq AND m.seq <= r.through_seq))
-        GROUP BY fp.fact_id, fp.thread_id
+        SELECT fr.fact_id, fr.thread_id, array_agg(DISTINCT fr.path ORDER BY fr.path) AS paths
+        FROM ember.comparison_fact_reads AS fr
+        JOIN facts AS f ON f.fact_id = fr.fact_id AND f.thread_id = fr.thread_id
+        GROUP BY fr.fact_id, fr.thread_id
     ),
     fact_pairs AS (
         SELECT x.fact_id, x.thread_id,
@@ -83,11 +96,9 @@ AS $$
            coalesce(pp.ex, '{}'), coalesce(pp.ev, '{}'), coalesce(pp.se, '{}'),
            p.id IN (SELECT j.item_id FROM judged AS j WHERE j.side = 'proposal'),
            NULL
-    FROM ember.shadow_proposals AS p
+    FROM ember.comparison_window_proposals(p_since, p_until) AS p
     JOIN ember.shadow_runs AS r ON r.id = p.run_id
     LEFT JOIN proposal_pairs AS pp ON pp.proposal_id = p.id
-    WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-      AND ember.comparison_in_window(p.created_at, p_since, p_until)
 $$;
 
 -- comparison_items --------------------------------------------------------------------------------
@@ -111,7 +122,8 @@ AS $$
     END
 $$;
 
-
+-- Its length is its 24 result columns, one line or so each: every status is computed in
+-- comparison_item_rows, and this only names each one for the drill-down, in one pass over them.
 CREATE OR REPLACE FUNCTION ember.comparison_items(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -278,11 +290,9 @@ BEGIN
     RETURN QUERY
     SELECT p.id, p.thread_id, r.path, r.id, r.model, p.created_at, p.text, p.evidence_kind,
            p.validation_error, ember.rejection_reason_class(p.validation_error)
-    FROM ember.shadow_proposals AS p
+    FROM ember.comparison_window_proposals(p_since, p_until) AS p
     JOIN ember.shadow_runs AS r ON r.id = p.run_id
     WHERE p.validation_error IS NOT NULL
-      AND p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-      AND ember.comparison_in_window(p.created_at, p_since, p_until)
     ORDER BY p.thread_id, p.id;
 END;
 $$;

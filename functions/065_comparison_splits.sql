@@ -6,6 +6,9 @@
 -- prefix with the thread's own model and pays output at that model's price, the cold path reads
 -- rendered pages with a light model. So every measure is split by path.
 
+-- Long on purpose: 31 result columns, and one query over the item rows and the run list, each
+-- read once and grouped by path; the CTEs are the three groupings (facts, proposals, runs) and the
+-- final SELECT only divides them. Split per measure, each part would read both sets again.
 CREATE OR REPLACE FUNCTION ember.comparison_by_path(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -211,8 +214,8 @@ BEGIN
     runs AS (
         SELECT r.thread_id, count(*) AS n,
                CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END AS usd
-        FROM ember.comparison_runs AS r
-        WHERE r.path IN ('hot', 'cold') AND ember.comparison_in_window(r.started_at, p_since, p_until)
+        FROM ember.comparison_window_runs(p_since, p_until) AS r
+        WHERE r.path IN ('hot', 'cold')
         GROUP BY r.thread_id
     )
     SELECT c.thread_id, c.proposals, c.rejected, c.facts, c.ex, c.ev, c.se, c.excluded,

@@ -147,11 +147,9 @@ BEGIN
           AND (p_proposal_ids IS NULL OR p_fact_ids IS NOT NULL)
         UNION ALL
         SELECT 'proposal', p.id, pp.ordinal, pp.message_id, pp.generation_id, NULL, pp.malformed
-        FROM ember.shadow_proposals AS p
+        FROM ember.comparison_window_proposals(p_since, p_until) AS p
         CROSS JOIN LATERAL ember.comparison_parse_pointers(p.evidence) AS pp
-        WHERE p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-          AND ember.comparison_in_window(p.created_at, p_since, p_until)
-          AND (p_proposal_ids IS NULL OR p.id = ANY (p_proposal_ids))
+        WHERE (p_proposal_ids IS NULL OR p.id = ANY (p_proposal_ids))
           AND (p_fact_ids IS NULL OR p_proposal_ids IS NOT NULL)
     )
     SELECT x.item, x.item_id, x.ordinal, x.message_id, x.generation_id,

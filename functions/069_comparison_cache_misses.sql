@@ -28,9 +28,9 @@ BEGIN
                s.cache_diagnostics #>> '{cache_miss_reason,type}' AS api_reason,
                (s.cache_diagnostics #>> '{cache_miss_reason,cache_missed_input_tokens}')::bigint AS missed,
                s.path_reason, s.cache_read_tokens, s.status
-        FROM ember.shadow_runs AS s
-        WHERE s.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-            AND ember.comparison_in_window(s.started_at, p_since, p_until)
+        FROM ember.comparison_window_runs(p_since, p_until) AS w
+        JOIN ember.shadow_runs AS s ON s.id = w.run_id
+        WHERE w.path IN ('hot', 'cold')
     ),
     why AS (
         SELECT r.path, r.model, r.missed,

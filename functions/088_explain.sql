@@ -74,21 +74,33 @@ AS $$
     LIMIT 1
 $$;
 
-CREATE OR REPLACE FUNCTION ember.explain_fact(p_fact bigint)
-RETURNS jsonb
+-- The fact an explain is asked about; EM095 when there is none. The host's explain_fact and the
+-- analyst's comparison_explain_fact (088_explain_analyst.sql) both start here.
+CREATE OR REPLACE FUNCTION ember.explain_fact_row(p_fact bigint)
+RETURNS ember.facts
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     f ember.facts;
-    v_evidence jsonb;
-    v_acceptance jsonb;
 BEGIN
     SELECT * INTO f FROM ember.facts WHERE id = p_fact;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no such fact: %', coalesce(p_fact::text, 'NULL')
             USING ERRCODE = 'EM095';
     END IF;
+    RETURN f;
+END;
+$$;
 
+CREATE OR REPLACE FUNCTION ember.explain_fact(p_fact bigint)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    f ember.facts := ember.explain_fact_row(p_fact);
+    v_evidence jsonb;
+    v_acceptance jsonb;
+BEGIN
     SELECT coalesce(jsonb_agg(ember.explain_pointer(e.ordinal, e.message_id, e.generation_id) ORDER BY e.ordinal), '[]')
     INTO v_evidence
     FROM ember.fact_evidence AS e WHERE e.fact_id = f.id;

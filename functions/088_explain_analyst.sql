@@ -63,24 +63,24 @@ AS $$
     )
 $$;
 
+-- Long on purpose: one document, in the order a reader goes through it (the fact, its evidence,
+-- per thread what shadow read and matched, the judge's pairs, history, the agreement), each part
+-- one query. The rules it applies are the comparison's own (comparison_fact_pointers,
+-- comparison_fact_reads, comparison_excluded_reason, comparison_judged_pairs, comparison_agreement);
+-- split further, the parts would only pass the fact row along.
 CREATE OR REPLACE FUNCTION ember.comparison_explain_fact(p_fact bigint)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
 AS $$
 DECLARE
-    f ember.facts;
+    f ember.facts := ember.explain_fact_row(p_fact);
     v_evidence jsonb;
     v_threads jsonb;
     v_semantic jsonb;
     v_judged boolean;
     v_in_scope boolean;
 BEGIN
-    SELECT * INTO f FROM ember.facts WHERE id = p_fact;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no such fact: %', coalesce(p_fact::text, 'NULL')
-            USING ERRCODE = 'EM095';
-    END IF;
     IF ember.comparison_fact_isolated(f.id) THEN
         RAISE EXCEPTION 'fact % is not shown to the analyst: it cites an isolated thread', f.id
             USING ERRCODE = 'EM074',
@@ -99,14 +99,9 @@ BEGIN
         'thread', t.thread_id,
         'excluded_reason', t.excluded_reason,
         'read_by_shadow', (
-            SELECT to_jsonb(coalesce(array_agg(DISTINCT r.path ORDER BY r.path), '{}'))
-            FROM ember.comparison_fact_pointers AS fp
-            LEFT JOIN ember.messages AS m ON m.id = fp.message_id
-            JOIN ember.shadow_runs AS r
-                ON r.status = 'completed' AND r.thread_id = fp.thread_id
-                AND r.generation_id = coalesce(m.generation_id, fp.generation_id)
-                AND (fp.message_id IS NULL OR (m.seq > r.from_seq AND m.seq <= r.through_seq))
-            WHERE fp.fact_id = f.id AND fp.thread_id = t.thread_id
+            SELECT to_jsonb(coalesce(array_agg(DISTINCT fr.path ORDER BY fr.path), '{}'))
+            FROM ember.comparison_fact_reads AS fr
+            WHERE fr.fact_id = f.id AND fr.thread_id = t.thread_id
         ),
         'exact', CASE WHEN t.excluded_reason IS NULL THEN (
             SELECT to_jsonb(coalesce(array_agg(p.id ORDER BY p.id), '{}'))
@@ -133,8 +128,7 @@ BEGIN
     INTO v_threads
     FROM (
         SELECT fp.thread_id,
-               CASE WHEN bool_and(fp.unread_reason IS NOT NULL)
-                    THEN (array_agg(fp.unread_reason ORDER BY fp.ordinal))[1] END AS excluded_reason
+               ember.comparison_excluded_reason(array_agg(fp.unread_reason ORDER BY fp.ordinal)) AS excluded_reason
         FROM ember.comparison_fact_pointers AS fp
         WHERE fp.fact_id = f.id AND fp.thread_id IS NOT NULL
         GROUP BY fp.thread_id
@@ -145,15 +139,16 @@ BEGIN
     ) ORDER BY s.proposal_id), '[]')
     INTO v_semantic
     FROM (
-        SELECT DISTINCT ON (jp.proposal_id) jp.proposal_id, p.thread_id, r.id AS judge_run_id, r.model
-        FROM ember.judged_pairs AS jp
-        JOIN ember.judge_runs AS r ON r.id = jp.judge_run_id AND r.status = 'completed'
+        SELECT DISTINCT ON (jp.proposal_id) jp.proposal_id, p.thread_id, jp.judge_run_id, jp.model
+        FROM ember.comparison_judged_pairs AS jp
         JOIN ember.shadow_proposals AS p ON p.id = jp.proposal_id AND p.validation_error IS NULL
         WHERE jp.fact_id = f.id
           AND p.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
-        ORDER BY jp.proposal_id, r.finished_at DESC
+        ORDER BY jp.proposal_id, jp.finished_at DESC
     ) AS s;
-    v_judged := EXISTS (SELECT 1 FROM ember.judge_runs AS r WHERE r.status = 'completed' AND f.id = ANY (r.fact_ids));
+    v_judged := EXISTS (
+        SELECT 1 FROM ember.comparison_judged_items() AS j WHERE j.side = 'fact' AND j.item_id = f.id
+    );
     -- A judged pair counts only for a fact shadow could have read, as in comparison_items.
     v_in_scope := EXISTS (
         SELECT 1 FROM jsonb_array_elements(v_threads) AS t WHERE t.value -> 'excluded_reason' = 'null'
@@ -202,6 +197,8 @@ BEGIN
 END;
 $$;
 
+-- Long on purpose, like comparison_explain_fact: one document, the proposal, its evidence, its
+-- exact, evidence and judged matches among the facts in scope, and its run, each part one query.
 CREATE OR REPLACE FUNCTION ember.comparison_explain_proposal(p_proposal bigint)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -270,20 +267,19 @@ BEGIN
         ) ORDER BY s.fact_id), '[]')
         INTO v_semantic
         FROM (
-            SELECT DISTINCT ON (jp.fact_id) jp.fact_id, jr.id AS judge_run_id, jr.model
-            FROM ember.judged_pairs AS jp
-            JOIN ember.judge_runs AS jr ON jr.id = jp.judge_run_id AND jr.status = 'completed'
+            SELECT DISTINCT ON (jp.fact_id) jp.fact_id, jp.judge_run_id, jp.model
+            FROM ember.comparison_judged_pairs AS jp
             WHERE jp.proposal_id = p.id
               AND NOT ember.comparison_fact_isolated(jp.fact_id)
               AND EXISTS (
                   SELECT 1 FROM ember.comparison_fact_pointers AS fp
                   WHERE fp.fact_id = jp.fact_id AND fp.unread_reason IS NULL AND fp.thread_id IS NOT NULL
               )
-            ORDER BY jp.fact_id, jr.finished_at DESC
+            ORDER BY jp.fact_id, jp.finished_at DESC
         ) AS s;
     END IF;
     v_judged := EXISTS (
-        SELECT 1 FROM ember.judge_runs AS jr WHERE jr.status = 'completed' AND p.id = ANY (jr.proposal_ids)
+        SELECT 1 FROM ember.comparison_judged_items() AS j WHERE j.side = 'proposal' AND j.item_id = p.id
     );
 
     RETURN jsonb_build_object(

@@ -1,7 +1,7 @@
 -- `ember eval` (issue 28), the write side: a run, its conversations and questions, shadow cut
 -- over for one conversation at a time, and every answer and judge call with its price snapshot.
 -- The model calls are the worker's (worker/ember/evaluation/); what is stored and what counts is
--- decided here. Reading a run back is functions/094_eval_report.sql.
+-- decided here. Reading a run back is functions/096_eval_report.sql.
 --
 -- A run is answered one conversation at a time: import, both pipelines digest it, the questions
 -- are searched against the steward's facts, then (inside a transaction that is rolled back)
@@ -9,8 +9,9 @@
 -- retired. So every conversation starts from an empty memory, as a user of its own would, and
 -- the steward never merges one benchmark user's facts with another's.
 
--- The run named, running; EM111 otherwise.
-CREATE OR REPLACE FUNCTION ember.eval_running(p_run bigint)
+-- The run named, in any status; EM111 when there is none. The write side (eval_running) and the
+-- read side (096_eval_report.sql) both find a run through here.
+CREATE OR REPLACE FUNCTION ember.eval_run_row(p_run bigint)
 RETURNS ember.eval_runs
 LANGUAGE plpgsql STABLE
 AS $$
@@ -22,6 +23,18 @@ BEGIN
         RAISE EXCEPTION 'eval run % does not exist', coalesce(p_run::text, 'NULL')
             USING ERRCODE = 'EM111', HINT = 'ember eval creates a run with ember.eval_begin()';
     END IF;
+    RETURN r;
+END;
+$$;
+
+-- The run named, running; EM111 otherwise.
+CREATE OR REPLACE FUNCTION ember.eval_running(p_run bigint)
+RETURNS ember.eval_runs
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    r ember.eval_runs := ember.eval_run_row(p_run);
+BEGIN
     IF r.status <> 'running' THEN
         RAISE EXCEPTION 'eval run % is %, not running', p_run, r.status USING ERRCODE = 'EM111';
     END IF;
@@ -128,6 +141,20 @@ BEGIN
 END;
 $$;
 
+-- The rows of an imported thread as the import file placed them: each message with the ordinal
+-- of its generation and its position there (from 1, in seq order), the one numbering
+-- eval_add_conversation both checks a turn against and records it by.
+CREATE OR REPLACE FUNCTION ember.eval_thread_rows(p_thread text)
+RETURNS TABLE (message_id bigint, generation integer, row_in_generation bigint)
+LANGUAGE sql STABLE
+AS $$
+    SELECT m.id, g.ordinal,
+           row_number() OVER (PARTITION BY m.generation_id ORDER BY m.seq)
+    FROM ember.messages AS m
+    INNER JOIN ember.generations AS g ON g.id = m.generation_id
+    WHERE m.thread_id = p_thread
+$$;
+
 -- Record an imported conversation: its thread, and which generation and message each session and
 -- turn of the benchmark became. Sessions are [{"ordinal": n, "source": "...", "date": "..."}]
 -- (the generation of that ordinal), turns [{"generation": n, "position": i, "source": "...",
@@ -169,19 +196,12 @@ BEGIN
     )
     LIMIT 1;
     IF v_missing IS NULL THEN
-        WITH rows AS (
-            SELECT m.id, g.ordinal AS generation,
-                   row_number() OVER (PARTITION BY m.generation_id ORDER BY m.seq) AS position
-            FROM ember.messages AS m
-            INNER JOIN ember.generations AS g ON g.id = m.generation_id
-            WHERE m.thread_id = p_thread
-        )
         SELECT format('turn %s (generation %s, row %s)', t.value ->> 'source', t.value ->> 'generation',
                       t.value ->> 'position') INTO v_missing
         FROM jsonb_array_elements(p_turns) AS t
         WHERE NOT EXISTS (
-            SELECT 1 FROM rows AS r
-            WHERE r.generation::text = t.value ->> 'generation' AND r.position::text = t.value ->> 'position'
+            SELECT 1 FROM ember.eval_thread_rows(p_thread) AS r
+            WHERE r.generation::text = t.value ->> 'generation' AND r.row_in_generation::text = t.value ->> 'position'
         )
         LIMIT 1;
     END IF;
@@ -197,19 +217,12 @@ BEGIN
     INNER JOIN ember.generations AS g ON g.thread_id = p_thread AND g.ordinal::text = s.value ->> 'ordinal';
     GET DIAGNOSTICS v_sessions = ROW_COUNT;
 
-    WITH rows AS (
-        SELECT m.id, g.ordinal AS generation,
-               row_number() OVER (PARTITION BY m.generation_id ORDER BY m.seq) AS position
-        FROM ember.messages AS m
-        INNER JOIN ember.generations AS g ON g.id = m.generation_id
-        WHERE m.thread_id = p_thread
-    )
     INSERT INTO ember.eval_turns (message_id, run_id, conversation, source_id, has_answer)
-    SELECT r.id, p_run, p_conversation, t.value ->> 'source',
+    SELECT r.message_id, p_run, p_conversation, t.value ->> 'source',
            coalesce((t.value ->> 'has_answer')::boolean, false)
     FROM jsonb_array_elements(p_turns) AS t
-    INNER JOIN rows AS r
-        ON r.generation::text = t.value ->> 'generation' AND r.position::text = t.value ->> 'position';
+    INNER JOIN ember.eval_thread_rows(p_thread) AS r
+        ON r.generation::text = t.value ->> 'generation' AND r.row_in_generation::text = t.value ->> 'position';
     GET DIAGNOSTICS v_turns = ROW_COUNT;
     RETURN jsonb_build_object('ordinal', v_ordinal, 'sessions', v_sessions, 'turns', v_turns);
 END;
@@ -271,6 +284,34 @@ BEGIN
 END;
 $$;
 
+-- Whether shadow is cut over for the run in this transaction: eval_cut_over's promotions exist
+-- only until the transaction that made them rolls back. Both a second cut-over and closing a
+-- conversation are refused while one is.
+CREATE OR REPLACE FUNCTION ember.eval_cut_over_open(p_run bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (SELECT 1 FROM ember.eval_promotions AS e WHERE e.run_id = p_run)
+$$;
+
+-- Retire the active facts of a conversation's thread, with the reason, and count them: the one
+-- way an eval empties memory, whether for a cut-over (eval_cut_over) or once a conversation is
+-- answered (eval_close_conversation).
+CREATE OR REPLACE FUNCTION ember.eval_retire_facts(p_thread text, p_reason text, p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_retired integer;
+BEGIN
+    UPDATE ember.facts
+    SET status = 'retired', retired_reason = p_reason, updated_at = p_now
+    WHERE status = 'active' AND p_thread = ANY(source_threads);
+    GET DIAGNOSTICS v_retired = ROW_COUNT;
+    RETURN v_retired;
+END;
+$$;
+
 -- Shadow cut over for one conversation, as issue 25's promotion would do it: the steward's
 -- active facts of the thread are retired, and each valid proposal of the thread becomes a fact,
 -- its evidence checked again with the shadow rule (check_evidence in its own thread, never
@@ -301,14 +342,11 @@ BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.eval_running(p_run);
     PERFORM ember.eval_conversation_of(p_run, p_thread);
-    IF EXISTS (SELECT 1 FROM ember.eval_promotions WHERE run_id = p_run) THEN
+    IF ember.eval_cut_over_open(p_run) THEN
         RAISE EXCEPTION 'eval_cut_over: shadow is already cut over in this transaction'
             USING ERRCODE = 'EM111', HINT = 'roll the cut-over back before the next one';
     END IF;
-    UPDATE ember.facts
-    SET status = 'retired', retired_reason = 'ember eval: shadow cut over for this conversation', updated_at = p_now
-    WHERE status = 'active' AND p_thread = ANY(source_threads);
-    GET DIAGNOSTICS v_retired = ROW_COUNT;
+    v_retired := ember.eval_retire_facts(p_thread, 'ember eval: shadow cut over for this conversation', p_now);
 
     FOR p IN
         SELECT * FROM ember.shadow_proposals
@@ -365,14 +403,11 @@ BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.eval_running(p_run);
     PERFORM ember.eval_conversation_of(p_run, p_thread);
-    IF EXISTS (SELECT 1 FROM ember.eval_promotions WHERE run_id = p_run) THEN
+    IF ember.eval_cut_over_open(p_run) THEN
         RAISE EXCEPTION 'eval_close_conversation: shadow is cut over in this transaction'
             USING ERRCODE = 'EM111', HINT = 'roll the cut-over back first';
     END IF;
-    UPDATE ember.facts
-    SET status = 'retired', retired_reason = 'ember eval: conversation answered', updated_at = p_now
-    WHERE status = 'active' AND p_thread = ANY(source_threads);
-    GET DIAGNOSTICS v_retired = ROW_COUNT;
+    v_retired := ember.eval_retire_facts(p_thread, 'ember eval: conversation answered', p_now);
     UPDATE ember.eval_conversations SET status = 'answered' WHERE run_id = p_run AND thread_id = p_thread;
     RETURN v_retired;
 END;

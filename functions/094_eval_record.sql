@@ -100,14 +100,7 @@ BEGIN
        OR p_call ->> 'started_at' IS NULL OR p_call ->> 'finished_at' IS NULL THEN
         PERFORM ember.eval_bad_record('eval_record_call', format('malformed call %s', left(p_call::text, 200)));
     END IF;
-    IF EXISTS (
-        SELECT 1 FROM unnest(ARRAY[
-            'input_tokens', 'cache_read_input_tokens', 'cache_creation_5m_input_tokens',
-            'cache_creation_1h_input_tokens', 'output_tokens'
-        ]) AS k
-        WHERE p_call -> 'usage' ? k AND NOT ember.jsonb_is_count(p_call -> 'usage' -> k)
-    ) OR (p_call ? 'latency_ms' AND jsonb_typeof(p_call -> 'latency_ms') <> 'null'
-          AND NOT ember.jsonb_is_count(p_call -> 'latency_ms')) THEN
+    IF ember.call_usage_malformed(p_call) THEN
         PERFORM ember.eval_bad_record('eval_record_call', 'usage and latency_ms must be non-negative integers');
     END IF;
     IF NOT EXISTS (
@@ -124,7 +117,7 @@ BEGIN
         run_id, question_id, pipeline, purpose, model, status, error, simulated,
         input_tokens, cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
-        started_at, finished_at, latency_ms
+        started_at, finished_at, latency_ms, prompt_sha256
     ) VALUES (
         p_run, p_call ->> 'question_id', p_call ->> 'pipeline', p_call ->> 'purpose', md.id, p_call ->> 'status',
         nullif(p_call ->> 'error', ''), (p_call ->> 'simulated')::boolean,
@@ -136,7 +129,9 @@ BEGIN
         md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
         md.price_cache_read,
         (p_call ->> 'started_at')::timestamptz, (p_call ->> 'finished_at')::timestamptz,
-        (p_call ->> 'latency_ms')::bigint
+        (p_call ->> 'latency_ms')::bigint,
+        ember.prompt_digest(p_call -> 'prompt_sha256', format('eval run %s, call for question %s', p_run,
+                                                              to_json(p_call ->> 'question_id')))
     )
     RETURNING id INTO v_id;
     RETURN v_id;
@@ -146,6 +141,36 @@ $$;
 -- An eval call copies its model's length tiers with its prices, like every run.
 CREATE OR REPLACE TRIGGER eval_calls_price_tiers BEFORE INSERT ON ember.eval_calls
 FOR EACH ROW EXECUTE FUNCTION ember.copy_price_tiers();
+
+-- eval_record_answer's first stage: an answer of the shape documented there, judged with its
+-- verdict and reason or failed with its error; EM112 otherwise.
+CREATE OR REPLACE FUNCTION ember.eval_check_answer(p_answer jsonb)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_pipeline text := p_answer ->> 'pipeline';
+BEGIN
+    IF jsonb_typeof(p_answer) IS DISTINCT FROM 'object'
+       OR v_pipeline IS NULL OR v_pipeline NOT IN ('steward', 'shadow')
+       OR p_answer ->> 'status' IS NULL OR p_answer ->> 'status' NOT IN ('judged', 'failed')
+       OR NOT ember.jsonb_is_count(p_answer -> 'context_tokens')
+       OR jsonb_typeof(p_answer -> 'search_ms') IS DISTINCT FROM 'number' OR (p_answer ->> 'search_ms')::numeric < 0
+       OR jsonb_typeof(coalesce(p_answer -> 'shown', '[]')) <> 'array'
+       OR jsonb_typeof(coalesce(p_answer -> 'cited', '[]')) <> 'array' THEN
+        PERFORM ember.eval_bad_record('eval_record_answer', format('malformed answer %s', left(p_answer::text, 200)));
+    END IF;
+    IF p_answer ->> 'status' = 'judged' AND (
+        p_answer ->> 'verdict' IS NULL OR p_answer ->> 'verdict' NOT IN ('correct', 'wrong')
+        OR jsonb_typeof(p_answer -> 'answer') IS DISTINCT FROM 'string'
+        OR coalesce(btrim(p_answer ->> 'reason'), '') = '') THEN
+        PERFORM ember.eval_bad_record('eval_record_answer', 'a judged answer needs its answer, a verdict (correct or wrong) and the judge''s reason');
+    END IF;
+    IF p_answer ->> 'status' = 'failed' AND coalesce(btrim(p_answer ->> 'error'), '') = '' THEN
+        PERFORM ember.eval_bad_record('eval_record_answer', 'a failed answer needs its error');
+    END IF;
+END;
+$$;
 
 -- Store one pipeline's answer to one question, with what it was shown. p_answer:
 -- {"question_id", "pipeline", "status": "judged"|"failed", "answer", "verdict": "correct"|"wrong",
@@ -167,24 +192,7 @@ DECLARE
 BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.eval_running(p_run);
-    IF jsonb_typeof(p_answer) IS DISTINCT FROM 'object'
-       OR v_pipeline IS NULL OR v_pipeline NOT IN ('steward', 'shadow')
-       OR p_answer ->> 'status' IS NULL OR p_answer ->> 'status' NOT IN ('judged', 'failed')
-       OR NOT ember.jsonb_is_count(p_answer -> 'context_tokens')
-       OR jsonb_typeof(p_answer -> 'search_ms') IS DISTINCT FROM 'number' OR (p_answer ->> 'search_ms')::numeric < 0
-       OR jsonb_typeof(coalesce(p_answer -> 'shown', '[]')) <> 'array'
-       OR jsonb_typeof(coalesce(p_answer -> 'cited', '[]')) <> 'array' THEN
-        PERFORM ember.eval_bad_record('eval_record_answer', format('malformed answer %s', left(p_answer::text, 200)));
-    END IF;
-    IF p_answer ->> 'status' = 'judged' AND (
-        p_answer ->> 'verdict' IS NULL OR p_answer ->> 'verdict' NOT IN ('correct', 'wrong')
-        OR jsonb_typeof(p_answer -> 'answer') IS DISTINCT FROM 'string'
-        OR coalesce(btrim(p_answer ->> 'reason'), '') = '') THEN
-        PERFORM ember.eval_bad_record('eval_record_answer', 'a judged answer needs its answer, a verdict (correct or wrong) and the judge''s reason');
-    END IF;
-    IF p_answer ->> 'status' = 'failed' AND coalesce(btrim(p_answer ->> 'error'), '') = '' THEN
-        PERFORM ember.eval_bad_record('eval_record_answer', 'a failed answer needs its error');
-    END IF;
+    PERFORM ember.eval_check_answer(p_answer);
     SELECT * INTO q FROM ember.eval_questions WHERE run_id = p_run AND question_id = p_answer ->> 'question_id';
     IF NOT FOUND THEN
         PERFORM ember.eval_bad_record('eval_record_answer', format('unknown question %s',

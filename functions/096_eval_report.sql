@@ -24,29 +24,9 @@ AS $$
     )
 $$;
 
--- A sum that is unknown as soon as one of its parts is.
-CREATE OR REPLACE FUNCTION ember.eval_known_sum(p_parts numeric[])
-RETURNS numeric
-LANGUAGE sql IMMUTABLE
-AS $$
-    SELECT CASE WHEN bool_and(x IS NOT NULL) IS NOT FALSE THEN coalesce(sum(x), 0) END
-    FROM unnest(p_parts) AS x
-$$;
-
-CREATE OR REPLACE FUNCTION ember.eval_run_row(p_run bigint)
-RETURNS ember.eval_runs
-LANGUAGE plpgsql STABLE
-AS $$
-DECLARE
-    r ember.eval_runs;
-BEGIN
-    SELECT * INTO r FROM ember.eval_runs WHERE id = p_run;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'eval run % does not exist', coalesce(p_run::text, 'NULL') USING ERRCODE = 'EM111';
-    END IF;
-    RETURN r;
-END;
-$$;
+-- Sums of USD here are ember.known_sum (062_comparison_runs.sql), as the comparison's are; the
+-- name it had here is dropped so that a migrated database holds one definition.
+DROP FUNCTION IF EXISTS ember.eval_known_sum(numeric[]);
 
 -- Every run in the database, newest first, with its question counts and whether its answers came
 -- from the simulator (then its figures measure the plumbing, not a language model).
@@ -92,6 +72,9 @@ $$;
 -- comparison_cost; answer_usd and judge_usd from the recorded calls. usd_per_correct =
 -- (extraction + answering) / correct: what a correct answer cost the system; the judge is the
 -- measurement's cost, not the memory's, and is reported apart.
+--
+-- Its length is its 15 result columns and one query whose CTEs are the figures' sources (the
+-- questions asked, the answers, extraction cost, call cost): one pass, no rule of its own.
 CREATE OR REPLACE FUNCTION ember.eval_summary(p_run bigint)
 RETURNS TABLE (
     pipeline text,
@@ -128,15 +111,15 @@ BEGIN
     extraction AS (
         SELECT CASE WHEN c.pipeline = 'steward' THEN 'steward' ELSE 'shadow' END AS pipeline,
                sum(c.runs)::bigint AS runs,
-               ember.eval_known_sum(array_agg(c.estimated_usd)) AS usd
+               ember.known_sum(array_agg(c.estimated_usd)) AS usd
         FROM ember.comparison_cost(r.started_at, r.finished_at) AS c
         WHERE c.pipeline = 'steward' OR c.pipeline LIKE 'shadow %'
         GROUP BY 1
     ),
     calls AS (
         SELECT c.pipeline,
-               ember.eval_known_sum(array_agg(ember.eval_call_usd(c)) FILTER (WHERE c.purpose = 'answer')) AS answer_usd,
-               ember.eval_known_sum(array_agg(ember.eval_call_usd(c)) FILTER (WHERE c.purpose = 'judge')) AS judge_usd
+               ember.known_sum(array_agg(ember.eval_call_usd(c)) FILTER (WHERE c.purpose = 'answer')) AS answer_usd,
+               ember.known_sum(array_agg(ember.eval_call_usd(c)) FILTER (WHERE c.purpose = 'judge')) AS judge_usd
         FROM ember.eval_calls AS c
         WHERE c.run_id = p_run
         GROUP BY c.pipeline
@@ -163,7 +146,7 @@ BEGIN
            coalesce(c.answer_usd, CASE WHEN c.pipeline IS NULL THEN 0 END),
            coalesce(c.judge_usd, CASE WHEN c.pipeline IS NULL THEN 0 END),
            CASE WHEN t.correct > 0 THEN round(
-               ember.eval_known_sum(ARRAY[
+               ember.known_sum(ARRAY[
                    coalesce(x.usd, CASE WHEN x.pipeline IS NULL THEN 0 END),
                    coalesce(c.answer_usd, CASE WHEN c.pipeline IS NULL THEN 0 END)
                ]) / t.correct, 6) END

@@ -242,6 +242,7 @@ DECLARE
     v_fact bigint;
     v_min numeric := (ember.setting('consolidation_min_confidence') #>> '{}')::numeric;
     v_counts jsonb := '{"applied": 0, "refused": 0, "flagged": 0}';
+    v_prompt text;
 BEGIN
     SELECT * INTO r FROM ember.consolidation_runs WHERE id = p_run FOR UPDATE;
     IF NOT FOUND THEN
@@ -260,6 +261,7 @@ BEGIN
         RAISE EXCEPTION 'consolidation run %: malformed outcome (status completed or failed, usage counts, actions list)', p_run
             USING ERRCODE = 'EM130';
     END IF;
+    v_prompt := ember.prompt_digest(p_outcome -> 'prompt_sha256', format('consolidation run %s', p_run));
     v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
     IF v_now >= r.lease_expires_at THEN
         RAISE EXCEPTION 'consolidation run %: the lease expired at %', p_run, r.lease_expires_at USING ERRCODE = 'EM133';
@@ -322,6 +324,7 @@ BEGIN
         cache_write_1h_tokens = coalesce((p_outcome #>> '{usage,cache_creation_1h_input_tokens}')::bigint, 0),
         output_tokens = coalesce((p_outcome #>> '{usage,output_tokens}')::bigint, 0),
         latency_ms = coalesce((p_outcome ->> 'latency_ms')::bigint, 0),
+        prompt_sha256 = v_prompt,
         finished_at = greatest(v_now, r.started_at)
     WHERE id = p_run;
     RETURN jsonb_build_object('run_id', p_run, 'status', v_status) || v_counts;

@@ -110,6 +110,30 @@ def format_proposal(doc: dict[str, Any]) -> str:
 def format_explanation(doc: dict[str, Any]) -> str:
     if doc.get("item") == "proposal":
         return format_proposal(doc)
+    lines = _fact_head(doc)
+    lines.append("evidence:")
+    evidence = doc.get("evidence") or []
+    if not evidence:
+        lines.append("  (no pointers left)")
+    for pointer in evidence:
+        lines.extend(f"  {line}" for line in _pointer(pointer))
+
+    acceptance = doc.get("acceptance")
+    if acceptance:
+        lines.append(
+            f"acceptance: conclusion m:{acceptance['conclusion']['message_id']} accepted by "
+            f"m:{acceptance['acceptance']['message_id']} "
+            f"({_when(acceptance['acceptance'].get('at'))})"
+        )
+    lines.extend(_merged_from(doc.get("merged_from") or []))
+    lines.append("history:")
+    lines.extend(_history_line(row) for row in doc.get("history") or [])
+    lines.extend(_comparison(doc))
+    return "\n".join(lines)
+
+
+def _fact_head(doc: dict[str, Any]) -> list[str]:
+    """The fact's id, kind, status, text, labels and the run that wrote it."""
     fact = doc["fact"]
     status = fact["status"]
     if fact.get("merged_into"):
@@ -127,55 +151,42 @@ def format_explanation(doc: dict[str, Any]) -> str:
     else:
         lines.append("  written by: no run recorded")
     lines.append(f"  written {_when(fact.get('created_at'))}")
+    return lines
 
-    lines.append("evidence:")
-    evidence = doc.get("evidence") or []
-    if not evidence:
-        lines.append("  (no pointers left)")
-    for pointer in evidence:
-        lines.extend(f"  {line}" for line in _pointer(pointer))
 
-    acceptance = doc.get("acceptance")
-    if acceptance:
-        lines.append(
-            f"acceptance: conclusion m:{acceptance['conclusion']['message_id']} accepted by "
-            f"m:{acceptance['acceptance']['message_id']} "
-            f"({_when(acceptance['acceptance'].get('at'))})"
+def _merged_from(merged: list[dict[str, Any]]) -> list[str]:
+    if not merged:
+        return []
+    lines = ["merged from:"]
+    for source in merged:
+        if source.get("hidden"):
+            text = "(it cites an isolated thread: not shown)"
+        elif source.get("text") is None:
+            text = "(text forgotten)"
+        else:
+            text = source["text"]
+        lines.append(f"  fact {source['fact']} ({source['status']}): {text}")
+    return lines
+
+
+def _history_line(row: dict[str, Any]) -> str:
+    parts = [f"  {_when(row.get('at'))}  {row['change']} -> {row['status']}"]
+    if row.get("merged_into"):
+        parts.append(f"into fact {row['merged_into']}")
+    if row.get("retired_reason"):
+        parts.append(f"({row['retired_reason']})")
+    if row.get("evidence_removed"):
+        removed = ", ".join(
+            f"m:{p['message_id']}" if "message_id" in p else f"generation {p['generation_id']}"
+            for p in row["evidence_removed"]
         )
-
-    merged = doc.get("merged_from") or []
-    if merged:
-        lines.append("merged from:")
-        for source in merged:
-            if source.get("hidden"):
-                text = "(it cites an isolated thread: not shown)"
-            elif source.get("text") is None:
-                text = "(text forgotten)"
-            else:
-                text = source["text"]
-            lines.append(f"  fact {source['fact']} ({source['status']}): {text}")
-
-    lines.append("history:")
-    for row in doc.get("history") or []:
-        parts = [f"  {_when(row.get('at'))}  {row['change']} -> {row['status']}"]
-        if row.get("merged_into"):
-            parts.append(f"into fact {row['merged_into']}")
-        if row.get("retired_reason"):
-            parts.append(f"({row['retired_reason']})")
-        if row.get("evidence_removed"):
-            removed = ", ".join(
-                f"m:{p['message_id']}" if "message_id" in p else f"generation {p['generation_id']}"
-                for p in row["evidence_removed"]
-            )
-            parts.append(f"removed {removed}")
-        if row.get("detail"):
-            parts.append(f"[{row['detail']}]")
-        if row.get("run"):
-            parts.append(f"by run {row['run']}")
-        forgetting = row.get("forgetting")
-        if forgetting:
-            reason = f": {forgetting['reason']}" if forgetting.get("reason") else ""
-            parts.append(f"by forget #{forgetting['id']}{reason}")
-        lines.append(" ".join(parts))
-    lines.extend(_comparison(doc))
-    return "\n".join(lines)
+        parts.append(f"removed {removed}")
+    if row.get("detail"):
+        parts.append(f"[{row['detail']}]")
+    if row.get("run"):
+        parts.append(f"by run {row['run']}")
+    forgetting = row.get("forgetting")
+    if forgetting:
+        reason = f": {forgetting['reason']}" if forgetting.get("reason") else ""
+        parts.append(f"by forget #{forgetting['id']}{reason}")
+    return " ".join(parts)

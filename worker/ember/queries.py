@@ -159,9 +159,13 @@ CLAIM_STEWARD: LiteralString = (
 STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_requested(%s)"
 STEWARD_STEP: LiteralString = (
     "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
-    "p_rejections => %(rejections)s)"
+    "p_rejections => %(rejections)s, p_prompt_sha256 => %(prompt_sha256)s)"
 )
-FAIL_STEWARD: LiteralString = "SELECT ember.fail_steward_run(%s, %s, %s, %s, %s)"
+# The worker gives up on a run; the digest of the steward prompt it was sent with, if any.
+FAIL_STEWARD: LiteralString = (
+    "SELECT ember.fail_steward_run(%(run)s, %(token)s, %(error)s, "
+    "p_prompt_sha256 => %(prompt_sha256)s)"
+)
 EXTEND_STEWARD_LEASE: LiteralString = "SELECT ember.extend_steward_lease(%s, %s, %s)"
 RELEASE_STEWARD: LiteralString = "SELECT ember.release_steward_run(%s, %s)"
 FACTS_TO_EMBED: LiteralString = "SELECT fact_id, text FROM ember.facts_to_embed(%s)"

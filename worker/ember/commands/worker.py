@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+from collections.abc import Callable
 from typing import Any
 
+from ember.worker.config import WorkerConfig
+
 DESCRIPTION = """\
-Run the shadow (and, when installed, steward) pipelines as a sidecar next to your agent runtime.
+Run the shadow, steward and consolidation pipelines as a sidecar next to your agent runtime.
 The worker LISTENs for ember_wake and ember_cancel, polls as a fallback, calls tick() for the
 fleet (one worker at a time), claims runs, calls the model through the Anthropic Messages API
 (or `ember sim`), keeps leases alive and submits each outcome through its one SQL procedure.
@@ -39,11 +42,31 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _number(
+    p: argparse.ArgumentParser,
+    flag: str,
+    default: float,
+    help_text: str,
+    check: Callable[[str], Any] | None = None,
+) -> None:
+    """A numeric flag whose default is $EMBER_WORKER_<FLAG>, else WorkerConfig's, and whose help
+    says which. `check` (default: int or float, as the default is) reads what is typed; what the
+    environment gives is only parsed, and checked with the rest by WorkerConfig.check."""
+    parse: Callable[[str], float] = int if isinstance(default, int) else float
+    text = os.environ.get("EMBER_WORKER_" + flag.removeprefix("--").replace("-", "_").upper())
+    p.add_argument(
+        flag,
+        type=check or parse,
+        default=default if text is None else parse(text),
+        help=f"{help_text} (default {default:g})",
+    )
+
+
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "worker",
         parents=[common],
-        help="run the worker sidecar (shadow and steward pipelines)",
+        help="run the worker sidecar (shadow, steward and consolidation pipelines)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -60,31 +83,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--pipelines",
         default=_env("PIPELINES", ""),
-        help="comma-separated pipelines to run (default: every installed one: shadow, steward)",
+        help="comma-separated pipelines to run (default: shadow, steward, consolidation)",
     )
-    p.add_argument(
-        "--concurrency",
-        type=int,
-        default=int(_env("CONCURRENCY", "4")),
-        help="model calls in flight at once (default 4)",
-    )
-    p.add_argument(
-        "--claimers",
-        type=int,
-        default=int(_env("CLAIMERS", "2")),
-        help="claims made side by side once work is found (default 2)",
-    )
-    p.add_argument(
+    _number(p, "--concurrency", WorkerConfig.concurrency, "model calls in flight at once")
+    _number(p, "--claimers", WorkerConfig.claimers, "claims made side by side once work is found")
+    _number(
+        p,
         "--lease",
-        type=_positive_float,
-        default=float(_env("LEASE", "300")),
-        help="lease length in seconds; renewed every third of it while a call runs (default 300)",
+        WorkerConfig.lease.total_seconds(),
+        "lease length in seconds; renewed every third of it while a call runs",
+        _positive_float,
     )
-    p.add_argument(
+    _number(
+        p,
         "--poll-interval",
-        type=_positive_float,
-        default=float(_env("POLL_INTERVAL", "10")),
-        help="seconds between claim attempts when no notification arrives (default 10)",
+        WorkerConfig.poll_interval,
+        "seconds between claim attempts when no notification arrives",
+        _positive_float,
     )
     p.add_argument(
         "--tick-interval",
@@ -92,17 +107,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=float(_env("TICK_INTERVAL", "0")) or None,
         help="seconds between tick() calls (default: the tick_interval setting, 1 minute)",
     )
-    p.add_argument(
+    _number(
+        p,
         "--grace",
-        type=float,
-        default=float(_env("GRACE", "30")),
-        help="seconds calls in flight may finish after SIGTERM before release (default 30)",
+        WorkerConfig.grace,
+        "seconds calls in flight may finish after SIGTERM before release",
     )
-    p.add_argument(
+    _number(
+        p,
         "--idle-report-after",
-        type=_positive_float,
-        default=float(_env("IDLE_REPORT_AFTER", "60")),
-        help="seconds without a claim before the worker logs why work waits (default 60)",
+        WorkerConfig.idle_report_after,
+        "seconds without a claim before the worker logs why work waits",
+        _positive_float,
     )
     p.add_argument(
         "--metrics-port",
@@ -112,8 +128,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--metrics-host",
-        default=_env("METRICS_HOST", "127.0.0.1"),
-        help="address for the metrics endpoint (default 127.0.0.1)",
+        default=_env("METRICS_HOST", WorkerConfig.metrics_host),
+        help=f"address for the metrics endpoint (default {WorkerConfig.metrics_host})",
     )
     p.add_argument(
         "--log-format",

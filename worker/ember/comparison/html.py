@@ -18,8 +18,14 @@ from typing import Any
 from ember.comparison.charts import cost_chart, coverage_chart, daily_chart, latency_chart
 from ember.comparison.report import (
     CACHE_MISS_COLUMNS,
+    COST_COLUMNS,
+    COST_TEXT_COLUMNS,
+    LATENCY_COLUMNS,
+    LATENCY_TEXT_COLUMNS,
     NOT_JUDGED,
     PATH_ROWS,
+    QUALITY_COLUMNS,
+    QUALITY_TEXT_COLUMNS,
     REVIEW_COLUMNS,
     SECTIONS,
     SUMMARY_ROWS,
@@ -28,9 +34,12 @@ from ember.comparison.report import (
     Section,
     absolute_window,
     cache_miss_rows,
+    cost_rows,
     excluded_line,
     fmt,
+    latency_rows,
     path_figure,
+    quality_rows,
     review_rows,
     summary_figure,
     window_label,
@@ -63,8 +72,13 @@ svg text.small { font-size: 11px; }
 """
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
-    """A table of plain text cells (each escaped here)."""
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    numeric: set[int],
+    table_id: str | None = None,
+) -> str:
+    """A table of plain text cells (each escaped here); the columns in `numeric` align right."""
     head = "".join(
         f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
         for i, h in enumerate(headers)
@@ -78,7 +92,13 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    ident = f' id="{escape(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _numbers(columns: Sequence[str], text_columns: int) -> set[int]:
+    """The numeric columns of a table whose first `text_columns` are text."""
+    return set(range(text_columns, len(columns)))
 
 
 def _raw(value: Any) -> str:
@@ -426,24 +446,13 @@ def render(report: Report, sections: Sequence[str] = ()) -> str:
     ctx = report.context
     window = window_label(report.since, report.until)
     generated = ctx.get("generated_at")
-    cost_rows = [
-        [
-            r["pipeline"], r["model"], r["status"], fmt(r["runs"]), fmt(r["input_tokens"]),
-            fmt(r["cache_read_tokens"]), fmt(r["cache_write_5m_tokens"]),
-            fmt(r["cache_write_1h_tokens"]), fmt(r["output_tokens"]), fmt(r["runs_without_price"]),
-            fmt(r["estimated_usd"], "usd"),
-        ]
-        for r in report.cost
-    ]  # fmt: skip
-    latency_rows = [
-        [r["pipeline"], r["model"], fmt(r["runs"]), fmt(r["p50_ms"], "ms"), fmt(r["p95_ms"], "ms"),
-         fmt(r["max_ms"], "ms")]
-        for r in report.latency
-    ]  # fmt: skip
-    quality_rows = [
-        [r["source"], r["evidence_kind"], r["problem"], fmt(r["pointers"])]
-        for r in report.evidence_quality
-    ]
+    cost_table = table(COST_COLUMNS, cost_rows(report), _numbers(COST_COLUMNS, COST_TEXT_COLUMNS))
+    latency_table = table(
+        LATENCY_COLUMNS, latency_rows(report), _numbers(LATENCY_COLUMNS, LATENCY_TEXT_COLUMNS)
+    )
+    quality_table = table(
+        QUALITY_COLUMNS, quality_rows(report), _numbers(QUALITY_COLUMNS, QUALITY_TEXT_COLUMNS)
+    )
     if len(report.daily) >= 2:
         over_time = daily_chart(report.daily)
     elif report.daily:
@@ -505,45 +514,27 @@ threads counts in each.</p>
 <section id="sec-cost"><h2>Cost by pipeline</h2>
 <p class="note">A list-price snapshot, not subscription billing. A pipeline with a run that lacks
 a price shows "unknown", never a smaller total.</p>
-{
-        _table(
-            [
-                "pipeline",
-                "model",
-                "status",
-                "runs",
-                "input",
-                "cache read",
-                "write 5m",
-                "write 1h",
-                "output",
-                "no price",
-                "USD",
-            ],
-            cost_rows,
-            {3, 4, 5, 6, 7, 8, 9, 10},
-        )
-    }
+{cost_table}
 </section>
 <section id="sec-latency"><h2>Latency</h2>
 {latency_chart(report.latency)}
-{_table(["pipeline", "model", "runs", "p50", "p95", "max"], latency_rows, {2, 3, 4, 5})}
+{latency_table}
 </section>
 <section id="sec-quality"><h2>Evidence quality</h2>
 <p class="note">Pointer identity checks only; whether a fact is correct still needs a human
 read.</p>
-{_table(["source", "kind", "check", "pointers"], quality_rows, {3})}
+{quality_table}
 </section>
 <section id="sec-cache"><h2>Cache misses</h2>
 <p class="note">Why shadow runs did not read the prompt cache: the API's cache diagnostics
 where a hot run asked for them, or why a run went cold.</p>
-{_table(list(CACHE_MISS_COLUMNS), cache_miss_rows(report), {4, 5})}
+{table(CACHE_MISS_COLUMNS, cache_miss_rows(report), {4, 5})}
 </section>
 <section id="sec-review"><h2>Review queue</h2>
 <p class="note">What the consolidation job left to a person: contradictions it flagged, and
 merges, supersedes and retirements below its confidence threshold. Decide with
 ember.review_consolidation_action(action, accept or reject, who).</p>
-{_table(list(REVIEW_COLUMNS), review_rows(report), {0, 2})}
+{table(REVIEW_COLUMNS, review_rows(report), {0, 2})}
 </section>
 {drill}
 {"".join(sections)}

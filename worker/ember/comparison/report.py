@@ -168,7 +168,7 @@ class Report:
         return bool(self.summary.get("semantic_judged_facts"))
 
     def as_json(self) -> dict[str, Any]:
-        plain: dict[str, Any] = _plain(
+        plain: dict[str, Any] = jsonable(
             {
                 "window": {"since": self.since, "until": self.until},
                 "context": {
@@ -214,12 +214,13 @@ class Report:
         return plain
 
 
-def _plain(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """A report's rows as JSON can hold them (the comparison's and ember eval's reports alike)."""
     # Counts, tokens and milliseconds are integers in SQL already; Decimal is only USD and ratios.
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, Decimal):
         return float(value)
     if isinstance(value, datetime | date):
@@ -499,6 +500,22 @@ def frame_line(report: Report) -> str:
 
 def print_tables(report: Report, console: Printer) -> None:
     console.print(frame_line(report))
+    print_summary(report, console)
+    print_paths(report, console)
+    print_threads(report, console)
+    print_cost(report, console)
+    print_latency(report, console)
+    print_evidence_quality(report, console)
+    print_cache_misses(report, console)
+    print_review_queue(report, console)
+    console.print(
+        "The rows behind each number: ember compare --html FILE, ember compare --json, or in "
+        "psql ember.comparison_items, ember.comparison_item_evidence, ember.comparison_run_list; "
+        "one item: ember explain FACT_ID, ember explain --proposal ID."
+    )
+
+
+def print_summary(report: Report, console: Printer) -> None:
     summary = Table(title=f"Comparison summary, {window_label(report.since, report.until)}")
     summary.add_column("measure")
     summary.add_column("value", justify="right")
@@ -507,6 +524,8 @@ def print_tables(report: Report, console: Printer) -> None:
     console.print(summary)
     console.print(excluded_line(report.summary))
 
+
+def print_paths(report: Report, console: Printer) -> None:
     paths = Table(title="Hot vs cold, beside the steward")
     paths.add_column("measure")
     for row in report.by_path:
@@ -515,6 +534,8 @@ def print_tables(report: Report, console: Printer) -> None:
         paths.add_row(label, *[path_figure(row, key, kind) for row in report.by_path])
     console.print(paths)
 
+
+def print_threads(report: Report, console: Printer) -> None:
     threads = Table(title="Per thread")
     for col in (
         "thread",
@@ -546,23 +567,32 @@ def print_tables(report: Report, console: Printer) -> None:
         threads.add_row("no thread in this window", *[""] * 9)
     console.print(threads)
 
-    cost = Table(title="Cost by pipeline (list-price snapshot, not subscription billing)")
-    for col in (
-        "pipeline",
-        "model",
-        "status",
-        "runs",
-        "input",
-        "cache read",
-        "write 5m",
-        "write 1h",
-        "output",
-        "no price",
-        "USD",
-    ):
-        cost.add_column(col, justify="left" if col in ("pipeline", "model", "status") else "right")
-    for r in report.cost:
-        cost.add_row(
+
+# The cost, latency and evidence-quality tables as the terminal and the HTML page show them:
+# their leading text columns, then numbers.
+COST_COLUMNS = (
+    "pipeline",
+    "model",
+    "status",
+    "runs",
+    "input",
+    "cache read",
+    "write 5m",
+    "write 1h",
+    "output",
+    "no price",
+    "USD",
+)
+COST_TEXT_COLUMNS = 3
+LATENCY_COLUMNS = ("pipeline", "model", "runs", "p50", "p95", "max")
+LATENCY_TEXT_COLUMNS = 2
+QUALITY_COLUMNS = ("source", "kind", "check", "pointers")
+QUALITY_TEXT_COLUMNS = 3
+
+
+def cost_rows(report: Report) -> list[list[str]]:
+    return [
+        [
             r["pipeline"],
             r["model"],
             r["status"],
@@ -574,43 +604,82 @@ def print_tables(report: Report, console: Printer) -> None:
             fmt(r["output_tokens"]),
             fmt(r["runs_without_price"]),
             fmt(r["estimated_usd"], "usd"),
-        )
-    if not report.cost:
-        cost.add_row("no runs in this window", *[""] * 10)
-    console.print(cost)
+        ]
+        for r in report.cost
+    ]
 
-    latency = Table(title="Latency by pipeline and model")
-    for col in ("pipeline", "model", "runs", "p50", "p95", "max"):
-        latency.add_column(col, justify="left" if col in ("pipeline", "model") else "right")
-    for r in report.latency:
-        latency.add_row(
+
+def latency_rows(report: Report) -> list[list[str]]:
+    return [
+        [
             r["pipeline"],
             r["model"],
             fmt(r["runs"]),
             fmt(r["p50_ms"], "ms"),
             fmt(r["p95_ms"], "ms"),
             fmt(r["max_ms"], "ms"),
-        )
-    if not report.latency:
-        latency.add_row("no finished runs in this window", "", "", "", "", "")
-    console.print(latency)
+        ]
+        for r in report.latency
+    ]
 
-    quality = Table(
-        title="Evidence quality (pointer identity only; correctness needs a human read)"
+
+def quality_rows(report: Report) -> list[list[str]]:
+    return [
+        [r["source"], r["evidence_kind"], r["problem"], fmt(r["pointers"])]
+        for r in report.evidence_quality
+    ]
+
+
+def _print_rows(
+    console: Printer,
+    title: str,
+    columns: tuple[str, ...],
+    text_columns: int,
+    rows: list[list[str]],
+    empty: str,
+) -> None:
+    """A table whose first `text_columns` columns are text and the rest numbers, right-aligned;
+    one row saying `empty` when there is none."""
+    table = Table(title=title)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i < text_columns else "right")
+    for row in rows:
+        table.add_row(*row)
+    if not rows:
+        table.add_row(empty, *[""] * (len(columns) - 1))
+    console.print(table)
+
+
+def print_cost(report: Report, console: Printer) -> None:
+    _print_rows(
+        console,
+        "Cost by pipeline (list-price snapshot, not subscription billing)",
+        COST_COLUMNS,
+        COST_TEXT_COLUMNS,
+        cost_rows(report),
+        "no runs in this window",
     )
-    for col in ("source", "kind", "check", "pointers"):
-        quality.add_column(col, justify="right" if col == "pointers" else "left")
-    for r in report.evidence_quality:
-        quality.add_row(r["source"], r["evidence_kind"], r["problem"], fmt(r["pointers"]))
-    if not report.evidence_quality:
-        quality.add_row("no evidence in this window", "", "", "")
-    console.print(quality)
-    print_cache_misses(report, console)
-    print_review_queue(report, console)
-    console.print(
-        "The rows behind each number: ember compare --html FILE, ember compare --json, or in "
-        "psql ember.comparison_items, ember.comparison_item_evidence, ember.comparison_run_list; "
-        "one item: ember explain FACT_ID, ember explain --proposal ID."
+
+
+def print_latency(report: Report, console: Printer) -> None:
+    _print_rows(
+        console,
+        "Latency by pipeline and model",
+        LATENCY_COLUMNS,
+        LATENCY_TEXT_COLUMNS,
+        latency_rows(report),
+        "no finished runs in this window",
+    )
+
+
+def print_evidence_quality(report: Report, console: Printer) -> None:
+    _print_rows(
+        console,
+        "Evidence quality (pointer identity only; correctness needs a human read)",
+        QUALITY_COLUMNS,
+        QUALITY_TEXT_COLUMNS,
+        quality_rows(report),
+        "no evidence in this window",
     )
 
 

@@ -267,80 +267,108 @@ def _locomo(items: Sequence[Any]) -> Benchmark:
         where = f"samples[{i}] ({cid})"
         if any(c.id == cid for c in conversations):
             raise BenchmarkFileError(f"{where}: sample_id {cid!r} appears twice")
-        conv = sample.conversation
-        speakers = {}
-        for key in ("speaker_a", "speaker_b"):
-            name = conv.get(key)
-            if not isinstance(name, str) or not name.strip():
-                raise BenchmarkFileError(f"{where}: conversation.{key} is missing")
-            speakers[key] = name.strip()
-        if speakers["speaker_a"] == speakers["speaker_b"]:
-            raise BenchmarkFileError(
-                f"{where}: speaker_a and speaker_b are both {speakers['speaker_a']!r}"
-            )
-        roles = {speakers["speaker_a"]: "user", speakers["speaker_b"]: "assistant"}
-        sessions: list[tuple[int, Session]] = []
-        for key, value in conv.items():
-            m = _SESSION_KEY.match(key)
-            if not m:
-                continue
-            n = int(m.group(1))
-            date_text = conv.get(f"{key}_date_time")
-            if not isinstance(date_text, str):
-                raise BenchmarkFileError(f"{where}: conversation.{key}_date_time is missing")
-            try:
-                start = parse_date(date_text)
-            except ValueError as exc:
-                raise BenchmarkFileError(f"{where}: conversation.{key}_date_time: {exc}") from None
-            if not isinstance(value, list):
-                raise BenchmarkFileError(f"{where}: conversation.{key} is not a list of turns")
-            session = Session(source=key, date_text=date_text, start=start)
-            for t, raw_turn in enumerate(value):
-                try:
-                    turn = LoCoMoTurn.model_validate(raw_turn)
-                except ValidationError as exc:
-                    raise BenchmarkFileError(
-                        _where(exc, f"{where}: conversation.{key}[{t}]")
-                    ) from None
-                role = roles.get(turn.speaker.strip())
-                if role is None:
-                    raise BenchmarkFileError(
-                        f"{where}: conversation.{key}[{t}]: speaker {turn.speaker!r} is neither "
-                        f"speaker_a ({speakers['speaker_a']!r}) nor "
-                        f"speaker_b ({speakers['speaker_b']!r})"
-                    )
-                content = f"{turn.speaker.strip()}: {turn.text.strip()}".rstrip()
-                if turn.blip_caption:
-                    content += f" [shares a photo: {turn.blip_caption.strip()}]"
-                session.turns.append(Turn(role, content, turn.dia_id))  # type: ignore[arg-type]
-            sessions.append((n, session))
-        if not sessions:
-            raise BenchmarkFileError(f"{where}: the conversation has no session_N")
-        ordered = [s for _, s in sorted(sessions, key=lambda ns: (ns[1].start, ns[0]))]
+        speakers = _locomo_speakers(sample.conversation, where)
+        ordered = _locomo_sessions(sample.conversation, speakers, where)
         title = (
             f"LoCoMo {cid}: {speakers['speaker_a']} (the user) and "
             f"{speakers['speaker_b']} (the assistant)"
         )
         conversations.append(Conversation(cid, title, ordered))
-        for n, qa in enumerate(sample.qa):
-            if qa.category not in LOCOMO_CATEGORIES:
-                raise BenchmarkFileError(
-                    f"{where}: qa[{n}]: category {qa.category} is not one of LoCoMo's 1-5"
-                )
-            if qa.answer is None and qa.category != 5:
-                raise BenchmarkFileError(f"{where}: qa[{n}]: the answer is missing")
-            gold = NOT_MENTIONED if qa.answer is None else _text(qa.answer)
-            questions.append(
-                Question(
-                    id=f"{cid}/{n}",
-                    conversation=cid,
-                    category=LOCOMO_CATEGORIES[qa.category],
-                    question=qa.question,
-                    gold=gold,
-                    evidence=list(qa.evidence),
-                )
-            )
+        questions += _locomo_questions(sample, cid, where)
     return Benchmark("locomo", conversations, questions)
+
+
+def _locomo_speakers(conv: dict[str, Any], where: str) -> dict[str, str]:
+    """speaker_a and speaker_b, two different names."""
+    speakers = {}
+    for key in ("speaker_a", "speaker_b"):
+        name = conv.get(key)
+        if not isinstance(name, str) or not name.strip():
+            raise BenchmarkFileError(f"{where}: conversation.{key} is missing")
+        speakers[key] = name.strip()
+    if speakers["speaker_a"] == speakers["speaker_b"]:
+        raise BenchmarkFileError(
+            f"{where}: speaker_a and speaker_b are both {speakers['speaker_a']!r}"
+        )
+    return speakers
+
+
+def _locomo_sessions(conv: dict[str, Any], speakers: dict[str, str], where: str) -> list[Session]:
+    """The conversation's session_N, in the order of their dates (then N)."""
+    roles: dict[str, Literal["user", "assistant"]] = {
+        speakers["speaker_a"]: "user",
+        speakers["speaker_b"]: "assistant",
+    }
+    sessions: list[tuple[int, Session]] = []
+    for key, value in conv.items():
+        m = _SESSION_KEY.match(key)
+        if not m:
+            continue
+        date_text = conv.get(f"{key}_date_time")
+        if not isinstance(date_text, str):
+            raise BenchmarkFileError(f"{where}: conversation.{key}_date_time is missing")
+        try:
+            start = parse_date(date_text)
+        except ValueError as exc:
+            raise BenchmarkFileError(f"{where}: conversation.{key}_date_time: {exc}") from None
+        if not isinstance(value, list):
+            raise BenchmarkFileError(f"{where}: conversation.{key} is not a list of turns")
+        session = Session(source=key, date_text=date_text, start=start)
+        for t, raw_turn in enumerate(value):
+            session.turns.append(
+                _locomo_turn(raw_turn, roles, speakers, f"{where}: conversation.{key}[{t}]")
+            )
+        sessions.append((int(m.group(1)), session))
+    if not sessions:
+        raise BenchmarkFileError(f"{where}: the conversation has no session_N")
+    return [s for _, s in sorted(sessions, key=lambda ns: (ns[1].start, ns[0]))]
+
+
+def _locomo_turn(
+    raw_turn: Any,
+    roles: dict[str, Literal["user", "assistant"]],
+    speakers: dict[str, str],
+    where: str,
+) -> Turn:
+    """One turn of a session, as "Speaker: text" in the speaker's role."""
+    try:
+        turn = LoCoMoTurn.model_validate(raw_turn)
+    except ValidationError as exc:
+        raise BenchmarkFileError(_where(exc, where)) from None
+    role = roles.get(turn.speaker.strip())
+    if role is None:
+        raise BenchmarkFileError(
+            f"{where}: speaker {turn.speaker!r} is neither "
+            f"speaker_a ({speakers['speaker_a']!r}) nor "
+            f"speaker_b ({speakers['speaker_b']!r})"
+        )
+    content = f"{turn.speaker.strip()}: {turn.text.strip()}".rstrip()
+    if turn.blip_caption:
+        content += f" [shares a photo: {turn.blip_caption.strip()}]"
+    return Turn(role, content, turn.dia_id)
+
+
+def _locomo_questions(sample: LoCoMoSample, cid: str, where: str) -> list[Question]:
+    questions = []
+    for n, qa in enumerate(sample.qa):
+        if qa.category not in LOCOMO_CATEGORIES:
+            raise BenchmarkFileError(
+                f"{where}: qa[{n}]: category {qa.category} is not one of LoCoMo's 1-5"
+            )
+        if qa.answer is None and qa.category != 5:
+            raise BenchmarkFileError(f"{where}: qa[{n}]: the answer is missing")
+        gold = NOT_MENTIONED if qa.answer is None else _text(qa.answer)
+        questions.append(
+            Question(
+                id=f"{cid}/{n}",
+                conversation=cid,
+                category=LOCOMO_CATEGORIES[qa.category],
+                question=qa.question,
+                gold=gold,
+                evidence=list(qa.evidence),
+            )
+        )
+    return questions
 
 
 def _longmemeval(items: Sequence[Any]) -> Benchmark:

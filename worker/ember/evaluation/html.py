@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ember.comparison.html import table
 from ember.evaluation.report import (
     COST_NOTE,
     SUMMARY_COLUMNS,
@@ -19,20 +20,6 @@ from ember.evaluation.report import (
     fmt,
     used,
 )
-
-
-def _table(table_id: str, headers: list[str], rows: list[list[str]], numeric: set[int]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{escape(c)}</td>' if i in numeric else f"<td>{escape(c)}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _side(pipeline: str, side: dict[str, Any]) -> str:
@@ -83,21 +70,21 @@ def section(rep: EvalReport) -> str:
 <p class="note" id="eval-headline">{escape(rep.headline)}</p>
 <p class="note">{escape(rep.scope)}</p>
 {
-        _table(
-            "eval-summary",
+        table(
             ["pipeline", *[label for _, label, _ in SUMMARY_COLUMNS]],
             summary_rows,
             set(range(1, len(SUMMARY_COLUMNS) + 1)),
+            "eval-summary",
         )
     }
 <p class="note">{escape(COST_NOTE)}</p>
 <h3>Accuracy per question category</h3>
 {
-        _table(
-            "eval-categories",
+        table(
             ["category", "questions", "steward", "shadow"],
             category_rows,
             {1, 2, 3},
+            "eval-categories",
         )
     }
 <h3>Questions where the pipelines disagree ({len(rep.disagreements)})</h3>

@@ -1,4 +1,4 @@
-"""An eval run as SQL reports it (functions/094_eval_report.sql): terminal tables, JSON, and the
+"""An eval run as SQL reports it (functions/096_eval_report.sql): terminal tables, JSON, and the
 data of the HTML section (ember.evaluation.html). Nothing is computed here that SQL did not: the
 figures are formatted, never derived.
 """
@@ -9,7 +9,6 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ember import queries
+from ember.comparison.report import jsonable
 from ember.tables import Printer, console_for
 
 Row = dict[str, Any]
@@ -73,7 +73,7 @@ class EvalReport:
         )
 
     def as_json(self) -> dict[str, Any]:
-        plain: dict[str, Any] = _plain(
+        plain: dict[str, Any] = jsonable(
             {
                 "note": self.headline,
                 "run": self.run,
@@ -93,18 +93,6 @@ class EvalReport:
             }
         )
         return plain
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return value
 
 
 def _rows(conn: psycopg.Connection[Any], query: Any, params: tuple[Any, ...]) -> list[Row]:

@@ -175,33 +175,46 @@ def _check_block(block: Any, where: str) -> None:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         raise invalid(f"{where}: a content block must be an object with a string 'type'")
     kind = block["type"]
-    if kind == "text" and not isinstance(block.get("text"), str):
-        raise invalid(f"{where}.text: Field required")
-    if kind == "text" and not block["text"]:
-        raise invalid(f"{where}.text: text content blocks must be non-empty")
-    if kind == "text" and not block["text"].strip():
-        raise invalid(f"{where}.text: text content blocks must contain non-whitespace text")
-    if kind in ("image", "document"):
+    if kind == "text":
+        _check_text_block(block, where)
+    elif kind in ("image", "document"):
         try:
             (image_block_tokens if kind == "image" else document_block_tokens)(block, where)
         except MediaError as exc:
             raise invalid(str(exc)) from None
-    if kind == "tool_use":
-        if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
-            raise invalid(f"{where}: tool_use needs a string 'id' and 'name'")
-        if not isinstance(block.get("input"), dict):
-            raise invalid(f"{where}.input: must be an object")
-    if kind == "tool_result":
-        if not isinstance(block.get("tool_use_id"), str):
-            raise invalid(f"{where}.tool_use_id: Field required")
-        content = block.get("content")
-        if isinstance(content, list):
-            for k, part in enumerate(content):
-                _check_block(part, f"{where}.content.{k}")
-        elif content is not None and not isinstance(content, str):
-            raise invalid(f"{where}.content: must be a string or a list of content blocks")
-    if kind == "thinking" and not isinstance(block.get("thinking"), str):
+    elif kind == "tool_use":
+        _check_tool_use_block(block, where)
+    elif kind == "tool_result":
+        _check_tool_result_block(block, where)
+    elif kind == "thinking" and not isinstance(block.get("thinking"), str):
         raise invalid(f"{where}.thinking: Field required")
+
+
+def _check_text_block(block: dict[str, Any], where: str) -> None:
+    if not isinstance(block.get("text"), str):
+        raise invalid(f"{where}.text: Field required")
+    if not block["text"]:
+        raise invalid(f"{where}.text: text content blocks must be non-empty")
+    if not block["text"].strip():
+        raise invalid(f"{where}.text: text content blocks must contain non-whitespace text")
+
+
+def _check_tool_use_block(block: dict[str, Any], where: str) -> None:
+    if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
+        raise invalid(f"{where}: tool_use needs a string 'id' and 'name'")
+    if not isinstance(block.get("input"), dict):
+        raise invalid(f"{where}.input: must be an object")
+
+
+def _check_tool_result_block(block: dict[str, Any], where: str) -> None:
+    if not isinstance(block.get("tool_use_id"), str):
+        raise invalid(f"{where}.tool_use_id: Field required")
+    content = block.get("content")
+    if isinstance(content, list):
+        for k, part in enumerate(content):
+            _check_block(part, f"{where}.content.{k}")
+    elif content is not None and not isinstance(content, str):
+        raise invalid(f"{where}.content: must be a string or a list of content blocks")
 
 
 def _check_system(system: Any) -> None:

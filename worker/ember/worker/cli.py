@@ -17,7 +17,8 @@ from ember.worker.calls import make_client
 
 def run_worker(args: argparse.Namespace) -> int:
     from ember.worker import logs
-    from ember.worker.loop import Worker, WorkerConfig, available_pipelines
+    from ember.worker.config import WorkerConfig
+    from ember.worker.loop import Worker, available_pipelines
 
     secrets = [os.environ.get("ANTHROPIC_API_KEY", "")]
     logs.setup(level=args.log_level, fmt=args.log_format, secrets=secrets)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries
 from ember.sqlstates import CONSOLIDATION_RUN_LOST
+from ember.textversion import text_version
 from ember.tools import (
     CONSOLIDATION_TOOL,
     ToolInputError,
@@ -29,6 +30,7 @@ from ember.tools import (
     parse_consolidation,
 )
 from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -64,58 +66,26 @@ def actions_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-class ConsolidationPipeline:
+class ConsolidationPipeline(LeasedPipeline):
     """Claims consolidation runs and carries each out in one model call."""
 
     name = "consolidation"
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_CONSOLIDATION, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(
-                queries.EXTEND_CONSOLIDATION_LEASE, (job.run_id, job.lease_token, lease)
-            )
-        except psycopg.Error as exc:
-            if exc.sqlstate in LOST:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_CONSOLIDATION, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if exc.sqlstate not in LOST:
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        return False  # nothing cancels a consolidation run; shutdown releases it
+    # Nothing cancels a consolidation run (no cancel_requested); shutdown releases it.
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_CONSOLIDATION,
+        extend=queries.EXTEND_CONSOLIDATION_LEASE,
+        release=queries.RELEASE_CONSOLIDATION,
+        lost=LOST,
+    )
 
     async def execute(self, job: Job, ctx: Context) -> None:
         model = str(job.plan["model"])
         started = time.monotonic()
         usage: dict[str, int] = {}
+        request = consolidation_request(model, str(job.plan["content"]))
+        digest = text_version(request["system"][0]["text"])
         try:
-            response = await create_message(
-                ctx.client, consolidation_request(model, str(job.plan["content"]))
-            )
+            response = await create_message(ctx.client, request)
             usage = usage_of(response)
             ctx.observe_call(
                 pipeline=self.name,
@@ -123,13 +93,13 @@ class ConsolidationPipeline:
                 seconds=time.monotonic() - started,
                 usage=usage,
             )
-            outcome = self._outcome("completed", None, usage, started, actions_of(response))
+            outcome = self._outcome("completed", None, usage, started, actions_of(response), digest)
         except asyncio.CancelledError:
             raise
         except ToolInputError as exc:
-            outcome = self._outcome("failed", str(exc), usage, started, [])
+            outcome = self._outcome("failed", str(exc), usage, started, [], digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing changes
-            outcome = self._outcome("failed", describe_error(exc), usage, started, [])
+            outcome = self._outcome("failed", describe_error(exc), usage, started, [], digest)
         status = await self._submit(job, ctx, outcome)
         ctx.observe_run(pipeline=self.name, path="consolidation", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
@@ -141,6 +111,7 @@ class ConsolidationPipeline:
         usage: dict[str, int],
         started: float,
         actions: list[dict[str, Any]],
+        prompt_sha256: str | None = None,
     ) -> dict[str, Any]:
         return {
             "status": status,
@@ -149,6 +120,8 @@ class ConsolidationPipeline:
             "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
             "finished_at": datetime.now(UTC).isoformat(),
             "actions": actions,
+            # The text_version of prompts/consolidation.md as the request carried it.
+            "prompt_sha256": prompt_sha256,
         }
 
     async def _submit(self, job: Job, ctx: Context, outcome: dict[str, Any]) -> str:

@@ -16,7 +16,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -25,9 +24,9 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ember import queries
 from ember.commands.base import EXIT_MIGRATIONS
-from ember.modelaccess import ConfigError
 from ember.servererror import server_terminated
 from ember.worker import idle
+from ember.worker.config import WorkerConfig
 from ember.worker.consolidation import ConsolidationPipeline
 from ember.worker.metrics import Metrics
 from ember.worker.pipeline import Job, Pipeline
@@ -54,46 +53,6 @@ def describe_server(url: str) -> str:
     host = str(params.get("host") or "localhost")
     port = params.get("port")
     return f"{host}:{port}" if port else host
-
-
-@dataclass
-class WorkerConfig:
-    database_url: str
-    name: str
-    pipelines: list[str]
-    concurrency: int = 4
-    lease: timedelta = timedelta(minutes=5)
-    poll_interval: float = 10.0
-    tick_interval: float | None = None  # None: the tick_interval setting in SQL
-    grace: float = 30.0
-    claimers: int = 2
-    listen_timeout: float = 30.0
-    metrics_port: int | None = None
-    metrics_host: str = "127.0.0.1"
-    idle_report_after: float = 60.0  # seconds without a claim before saying why (idle.py)
-
-    def check(self) -> None:
-        if self.concurrency < 1:
-            raise ConfigError(f"--concurrency must be at least 1, got {self.concurrency}")
-        if self.lease <= timedelta(0):
-            raise ConfigError("--lease must be positive")
-        if self.poll_interval <= 0:
-            raise ConfigError("--poll-interval must be positive")
-        if self.tick_interval is not None and self.tick_interval <= 0:
-            raise ConfigError("--tick-interval must be positive")
-        if self.claimers < 1:
-            raise ConfigError(f"--claimers must be at least 1, got {self.claimers}")
-        if self.grace < 0:
-            raise ConfigError("--grace must not be negative")
-        if self.idle_report_after <= 0:
-            raise ConfigError("--idle-report-after must be positive")
-        known = available_pipelines()
-        unknown = [p for p in self.pipelines if p not in known]
-        if unknown or not self.pipelines:
-            raise ConfigError(
-                f"unknown pipeline(s) {', '.join(unknown) or '(none given)'}; "
-                f"available: {', '.join(known)}"
-            )
 
 
 class Backoff:

@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.cachemark import last_message_marker
+from ember.textversion import text_version
 from ember.tools import (
     SHADOW_TOOL_NAME,
     ToolInputError,
@@ -41,6 +42,7 @@ from ember.worker.calls import (
     usage_of,
 )
 from ember.worker.jsonspan import Span, SpanError, scan, splice
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -80,6 +82,7 @@ class HotRequest:
     body: bytes
     old_messages: int  # how many messages the stored request held
     marker_added: bool
+    prompt_sha256: str | None = None  # the shadow question's text_version, as spliced in
 
 
 def build_hot_request(
@@ -160,7 +163,12 @@ def build_hot_request(
         edits.append((close, close, f',"diagnostics":{diagnostics}'))
 
     body = splice(request_text, edits)
-    return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
+    return HotRequest(
+        body.encode("utf-8"),
+        len(parsed["messages"]),
+        marker_added,
+        text_version(prompt("shadow_question")),
+    )
 
 
 @cache
@@ -213,6 +221,7 @@ def _outcome(
     started: float,
     proposals: list[Any],
     diagnostics: Any = None,
+    prompt_sha256: str | None = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -223,57 +232,25 @@ def _outcome(
         "proposals": proposals,
         # The response's cache diagnostics, as the API gave them (an object or null).
         "diagnostics": diagnostics if isinstance(diagnostics, dict) else None,
+        # The text_version of the prompt text the run's requests carried, None before any.
+        "prompt_sha256": prompt_sha256,
     }
 
 
-class ShadowPipeline:
+class ShadowPipeline(LeasedPipeline):
     """Claims shadow runs and carries them out, hot or cold."""
 
     name = "shadow"
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_SHADOW,
+        extend=queries.EXTEND_SHADOW_LEASE,
+        release=queries.RELEASE_SHADOW,
+        lost=(sqlstates.LEASE_NOT_HELD,),
+        cancel_requested=queries.SHADOW_CANCEL_REQUESTED,
+    )
 
     def __init__(self) -> None:
         self._retention: dict[str, str] = {}
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_SHADOW, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(queries.EXTEND_SHADOW_LEASE, (job.run_id, job.lease_token, lease))
-        except psycopg.Error as exc:
-            if exc.sqlstate == sqlstates.LEASE_NOT_HELD:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_SHADOW, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if (
-                exc.sqlstate != sqlstates.LEASE_NOT_HELD
-            ):  # already finished, or no longer ours: nothing to give
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        cur = await conn.execute(queries.SHADOW_CANCEL_REQUESTED, (run_id,))
-        row = await cur.fetchone()
-        return bool(row and row[0])
 
     async def _last_turn(self, ctx: Context, model: str) -> bool:
         if model not in self._retention:
@@ -291,6 +268,7 @@ class ShadowPipeline:
         usage = empty_usage()
         proposals: list[Any] = []
         diagnostics: Any = None
+        digest: str | None = None
         outcome: dict[str, Any]
         try:
             if path == "hot":
@@ -300,17 +278,20 @@ class ShadowPipeline:
                     plan.get("rows"),
                     last_turn_thinking=await self._last_turn(ctx, model),
                 )
+                digest = hot.prompt_sha256
                 response = await self._call(ctx, model, hot.body, usage)
                 usage = add_usage(usage, usage_of(response))
                 diagnostics = response.get("diagnostics")
                 proposals = proposals_from(response)
             else:
                 for page in plan.get("pages") or []:
-                    body = _compact(cold_request(model, page)).encode("utf-8")
+                    request = cold_request(model, page)
+                    digest = text_version(request["system"])
+                    body = _compact(request).encode("utf-8")
                     response = await self._call(ctx, model, body, usage)
                     usage = add_usage(usage, usage_of(response))
                     proposals.extend(proposals_from(response))
-            outcome = _outcome("completed", None, usage, started, proposals, diagnostics)
+            outcome = _outcome("completed", None, usage, started, proposals, diagnostics, digest)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -319,11 +300,11 @@ class ShadowPipeline:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            outcome = _outcome("failed", "interrupted-by-user", usage, started, [])
+            outcome = _outcome("failed", "interrupted-by-user", usage, started, [], None, digest)
         except (CallError, PlanError) as exc:
-            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics)
+            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics, digest)
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
-            outcome = _outcome("failed", describe_error(exc), usage, started, [])
+            outcome = _outcome("failed", describe_error(exc), usage, started, [], None, digest)
         # The call is over: the submit is one short statement, and it runs to the end even if a
         # cancel or the shutdown arrives meanwhile (SQL turns a cancelled run's outcome into
         # 'cancelled' by itself); abandoning it halfway would leave the run to lapse instead.

@@ -15,7 +15,6 @@ import asyncio
 import copy
 import logging
 import time
-from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,10 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
+from ember.textversion import text_version
 from ember.tools import steward_call_error, steward_tool_definitions
 from ember.worker.calls import create_message, describe_error, usage_of
+from ember.worker.leases import LeaseCalls, LeasedPipeline
 from ember.worker.pipeline import Context, Job
 
 PROMPTS = Path(__file__).resolve().parents[3] / "prompts"
@@ -112,60 +113,24 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(repr(x) for x in vector) + "]"
 
 
-class StewardPipeline:
+class StewardPipeline(LeasedPipeline):
     """Claims steward runs and carries them out, round by round."""
 
     name = "steward"
+    # A human message does not cancel a steward run: it adds to the backlog, it does not make
+    # what the steward is reading wrong. Sealing a thread the run read does: the call out
+    # holds that thread's rows. Shutdown is a task cancel, handled by release.
+    lease_calls = LeaseCalls(
+        claim=queries.CLAIM_STEWARD,
+        extend=queries.EXTEND_STEWARD_LEASE,
+        release=queries.RELEASE_STEWARD,
+        lost=sqlstates.STEWARD_RUN_LOST,
+        cancel_requested=queries.STEWARD_CANCEL_REQUESTED,
+    )
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
         self._embedder_missing = False
-
-    # --- the loop's side of the protocol ---
-
-    async def claim(
-        self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
-    ) -> Job | None:
-        cur = await conn.execute(queries.CLAIM_STEWARD, (worker_name, lease))
-        row = await cur.fetchone()
-        plan = row[0] if row else None
-        if not plan:
-            return None
-        return Job(
-            pipeline=self.name,
-            run_id=int(plan["run_id"]),
-            lease_token=str(plan["lease_token"]),
-            thread_id=str(plan["thread_id"]),
-            plan=plan,
-        )
-
-    async def extend_lease(
-        self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
-    ) -> bool:
-        try:
-            await conn.execute(queries.EXTEND_STEWARD_LEASE, (job.run_id, job.lease_token, lease))
-        except psycopg.Error as exc:
-            if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
-                return False
-            raise
-        return True
-
-    async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
-        try:
-            await conn.execute(queries.RELEASE_STEWARD, (job.run_id, job.lease_token))
-        except psycopg.Error as exc:
-            if (
-                exc.sqlstate not in sqlstates.STEWARD_RUN_LOST
-            ):  # finished, or no longer ours: nothing to hand back
-                raise
-
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        # A human message does not cancel a steward run: it adds to the backlog, it does not make
-        # what the steward is reading wrong. Sealing a thread the run read does: the call out
-        # holds that thread's rows. Shutdown is a task cancel, handled by release.
-        cur = await conn.execute(queries.STEWARD_CANCEL_REQUESTED, (run_id,))
-        row = await cur.fetchone()
-        return bool(row and row[0])
 
     # --- one wake ---
 
@@ -175,15 +140,18 @@ class StewardPipeline:
         max_rounds = int(plan.get("max_rounds") or 12)
         messages: list[dict[str, Any]] = [{"role": "user", "content": plan["content"]}]
         status = "running"
+        digest: str | None = None  # the text_version of the steward prompt as sent
         try:
             for _ in range(max_rounds):
                 started = time.monotonic()
-                response = await create_message(ctx.client, steward_request(model, messages))
+                request = steward_request(model, messages)
+                digest = text_version(request["system"][0]["text"])
+                response = await create_message(ctx.client, request)
                 latency = time.monotonic() - started
                 ctx.observe_call(
                     pipeline=self.name, model=model, seconds=latency, usage=usage_of(response)
                 )
-                result = await self._step(job, ctx, response, int(latency * 1000))
+                result = await self._step(job, ctx, response, int(latency * 1000), digest)
                 if result is None:
                     return  # no longer ours
                 status = str(result["status"])
@@ -191,7 +159,9 @@ class StewardPipeline:
                     break
                 if not response.get("content"):
                     # An empty assistant turn cannot be sent back; nothing can follow it.
-                    status = await self._fail(job, ctx, "the model answered with no content")
+                    status = await self._fail(
+                        job, ctx, "the model answered with no content", digest
+                    )
                     break
                 messages.append({"role": "assistant", "content": response.get("content") or []})
                 results = [
@@ -203,7 +173,7 @@ class StewardPipeline:
                 else:
                     messages.append({"role": "user", "content": str(result["reminder"])})
             if status == "running":
-                status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds")
+                status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds", digest)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -212,15 +182,20 @@ class StewardPipeline:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            status = await self._fail(job, ctx, SEALED)
+            status = await self._fail(job, ctx, SEALED, digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing digested
-            status = await self._fail(job, ctx, describe_error(exc))
+            status = await self._fail(job, ctx, describe_error(exc), digest)
         ctx.observe_run(pipeline=self.name, path="steward", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
         await self.embed_pending(ctx)
 
     async def _step(
-        self, job: Job, ctx: Context, response: dict[str, Any], latency_ms: int
+        self,
+        job: Job,
+        ctx: Context,
+        response: dict[str, Any],
+        latency_ms: int,
+        prompt_sha256: str | None,
     ) -> dict[str, Any] | None:
         calls = tool_calls(response)
         refused = rejections(calls)
@@ -236,6 +211,7 @@ class StewardPipeline:
                         "embeddings": Jsonb(embeddings),
                         "latency_ms": latency_ms,
                         "rejections": Jsonb(refused),
+                        "prompt_sha256": prompt_sha256,
                     },
                 )
             except psycopg.Error as exc:
@@ -246,11 +222,19 @@ class StewardPipeline:
             row = await cur.fetchone()
         return dict(row[0]) if row else None
 
-    async def _fail(self, job: Job, ctx: Context, error: str) -> str:
+    async def _fail(
+        self, job: Job, ctx: Context, error: str, prompt_sha256: str | None = None
+    ) -> str:
         async with ctx.connection() as conn:
             try:
                 await conn.execute(
-                    queries.FAIL_STEWARD, (job.run_id, job.lease_token, error, None, None)
+                    queries.FAIL_STEWARD,
+                    {
+                        "run": job.run_id,
+                        "token": job.lease_token,
+                        "error": error,
+                        "prompt_sha256": prompt_sha256,
+                    },
                 )
             except psycopg.Error as exc:
                 if exc.sqlstate in sqlstates.STEWARD_RUN_LOST:
