@@ -14,6 +14,9 @@
 -- A failed run carries its error text and no proposals; a completed run carries no error.
 -- The proposals themselves are not judged here: a bad proposal is stored with its own
 -- validation_error (shadow_proposal_error) and does not refuse the run.
+--
+-- Its length: one IF per field of the outcome envelope, each naming the field it refuses; the
+-- checks share nothing to factor out, and the list reads as the envelope's specification.
 CREATE OR REPLACE FUNCTION ember.shadow_outcome_error(p_outcome jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -160,6 +163,9 @@ $$;
 -- spent), and no proposal is stored. Otherwise every proposal is stored with its ordinal, the
 -- run's thread and generation, and the generation's labels; each is validated on its own, so
 -- an invalid one is kept with its validation_error and its valid siblings are stored normally.
+--
+-- Its length: the lease and status guards, then the run's update and the proposals, all under the
+-- one lock order (thread, then run) that a split would restate in each part; benchmarked (B3, B11).
 CREATE OR REPLACE FUNCTION ember.submit_shadow_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
