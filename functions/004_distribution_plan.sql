@@ -200,6 +200,9 @@ COMMENT ON FUNCTION ember.distribution_commands() IS
 --     or IN subqueries, views, dynamic SQL, or the other functions a listed function calls (each
 --     is checked only when listed); and it checks that the column is equated, not that the other
 --     side is the same thread's.
+--
+-- Its length: one statement, a UNION ALL with one branch per numbered rule above, read against
+-- the list; a function per rule would scatter that list over eight definitions.
 CREATE OR REPLACE FUNCTION ember.distribution_violations()
 RETURNS TABLE (rule integer, problem text)
 LANGUAGE sql STABLE

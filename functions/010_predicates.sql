@@ -9,6 +9,16 @@ AS $$
     SELECT coalesce((SELECT t.kind = 'steward' FROM ember.threads AS t WHERE t.id = p_thread), false)
 $$;
 
+-- The steward's thread, or NULL before ensure_steward_thread: kind = 'steward' narrows the search
+-- to the one candidate through the index on kind (threads_one_main_one_steward), and
+-- is_steward_thread still decides. Asking it of every thread cost a call per thread.
+CREATE OR REPLACE FUNCTION ember.steward_thread_id()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT t.id FROM ember.threads AS t WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
+$$;
+
 -- Label carriers: threads whose rows carry the union of what their generation has read.
 CREATE OR REPLACE FUNCTION ember.is_label_carrier(p_thread text)
 RETURNS boolean

@@ -18,8 +18,11 @@ BEGIN
 END;
 $$;
 
--- Lock a thread row and return it; the lock serializes every write to one thread.
-CREATE OR REPLACE FUNCTION ember.lock_thread(p_thread text)
+-- Lock a thread row and return it; the lock serializes every write to one thread. With
+-- p_append (append_message, append_messages), an archived thread is refused: it takes no new
+-- messages. One call either way, so the hot path pays nothing for the check living here.
+DROP FUNCTION IF EXISTS ember.lock_thread(text);
+CREATE OR REPLACE FUNCTION ember.lock_thread(p_thread text, p_append boolean DEFAULT FALSE)
 RETURNS ember.threads
 LANGUAGE plpgsql
 AS $$
@@ -29,6 +32,10 @@ BEGIN
     SELECT * INTO t FROM ember.threads WHERE id = p_thread FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
+    END IF;
+    IF p_append AND t.status = 'archived' THEN
+        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
+            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
     END IF;
     RETURN t;
 END;
@@ -174,6 +181,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: each refusal is one IF with its SQLSTATE, then one locked insert. It is the host's
+-- hot path (B1): a helper for the checks would add a call to every append, for no shared rule.
 CREATE OR REPLACE FUNCTION ember.append_message(
     p_thread text,
     p_role text,
@@ -235,11 +244,7 @@ BEGIN
     -- thread seq order is commit order, and a reader that saw seq n has seen every earlier row
     -- of the thread (invariant 8). Drawing seq in a trigger would keep the same guarantee only
     -- if every writer also took this lock, which is exactly what this function is for.
-    t := ember.lock_thread(p_thread);
-    IF t.status = 'archived' THEN
-        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
-            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
-    END IF;
+    t := ember.lock_thread(p_thread, p_append => true);
 
     -- The one sanctioned insert: messages_arrival_guard (991_input_guards.sql) refuses others. A
     -- row of the thread's own stamps its generation's labels here ('labelled'), which spares the

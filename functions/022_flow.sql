@@ -102,6 +102,9 @@ EXECUTE FUNCTION ember.messages_carrier_flow();
 -- appended (so the copies, and every later row, carry them), and the source thread is recorded.
 -- Copies go through append_message, so they take the thread lock, a fresh seq and every check
 -- and trigger an ordinary append does.
+--
+-- Its length: the refusals in the order stated above, each an IF with its SQLSTATE, then the lock,
+-- the widening and the copy loop; split, the order of the checks would no longer read in one place.
 CREATE OR REPLACE FUNCTION ember.copy_messages(
     p_from text, p_ids bigint[], p_to text, p_now timestamptz DEFAULT clock_timestamp()
 )

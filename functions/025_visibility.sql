@@ -282,6 +282,30 @@ BEGIN
 END;
 $$;
 
+-- The steward as the backlog views see it, always one row: its thread (NULL columns before
+-- ensure_steward_thread), its model, the tags it may read, and whether they cover every category
+-- (then no thread is hidden from it by labels and no row waits for a tag). Both views read this.
+CREATE OR REPLACE FUNCTION ember.backlog_viewer()
+RETURNS TABLE (id text, created_at timestamptz, model text, tags text[], all_tagged boolean)
+LANGUAGE sql STABLE
+AS $$
+    SELECT
+        s.id,
+        s.created_at,
+        s.model,
+        coalesce(s.tags, '{}'),
+        s.id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM ember.categories AS c
+            WHERE NOT ARRAY[c.name] <@ coalesce(s.tags, '{}')
+        )
+    FROM (VALUES (1)) AS one (n)
+    LEFT JOIN (
+        SELECT t.id, t.created_at, coalesce(t.model, 'none pinned') AS model, ember.viewer_tags(t.id) AS tags
+        FROM ember.threads AS t
+        WHERE t.id = ember.steward_thread_id()
+    ) AS s ON one.n = 1
+$$;
+
 -- Undigested rows the steward may read now. Left out: the steward's own thread, isolated
 -- threads, threads hidden from the steward, rows of a generation whose labels its model is not
 -- tagged for (they wait: see backlog_waiting; the generation's set, not the row's stamp, because
@@ -302,28 +326,13 @@ $$;
 -- steward exists and its model is tagged for every category there is, no thread can be hidden
 -- from it by labels (labels are categories), so hidden_reason_unchecked is not asked at all.
 CREATE OR REPLACE VIEW ember.backlog AS
-WITH steward AS MATERIALIZED (
+WITH viewer AS MATERIALIZED (
     SELECT
-        t.id,
-        t.created_at,
-        ember.viewer_tags(t.id) AS tags
-    FROM ember.threads AS t
-    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
-    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
-),
-
-viewer AS MATERIALIZED (
-    SELECT
-        s.id,
-        s.created_at,
-        coalesce(s.tags, '{}') AS tags,
-        s.id IS NOT NULL AND NOT EXISTS (
-            SELECT 1 FROM ember.categories AS c
-            WHERE NOT ARRAY[c.name] <@ coalesce(s.tags, '{}')
-        ) AS all_tagged
-    FROM (VALUES (1)) AS one (n)
-    LEFT JOIN steward AS s ON one.n = 1
+        v.id,
+        v.created_at,
+        v.tags,
+        v.all_tagged
+    FROM ember.backlog_viewer() AS v
 ),
 
 undigested AS MATERIALIZED (
@@ -382,32 +391,16 @@ WHERE
 -- undigested rows: never an anti-join against the backlog view, which the planner could turn into
 -- a nested loop over two sets of undigested rows.
 CREATE OR REPLACE VIEW ember.backlog_waiting AS
-WITH steward AS MATERIALIZED (
-    SELECT
-        t.id,
-        t.created_at,
-        coalesce(t.model, 'none pinned') AS model,
-        ember.viewer_tags(t.id) AS tags
-    FROM ember.threads AS t
-    -- kind = 'steward' only narrows the search to the one candidate through the index on kind;
-    -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
-),
-
 -- With a steward whose model is tagged for every category, nothing waits: no thread is hidden
 -- from it and every row's labels are tagged. Then no undigested row is looked at.
-viewer AS MATERIALIZED (
+WITH viewer AS MATERIALIZED (
     SELECT
-        s.id,
-        s.created_at,
-        s.model,
-        coalesce(s.tags, '{}') AS tags
-    FROM (VALUES (1)) AS one (n)
-    LEFT JOIN steward AS s ON one.n = 1
-    WHERE s.id IS NULL OR EXISTS (
-            SELECT 1 FROM ember.categories AS c
-            WHERE NOT ARRAY[c.name] <@ coalesce(s.tags, '{}')
-        )
+        v.id,
+        v.created_at,
+        v.model,
+        v.tags
+    FROM ember.backlog_viewer() AS v
+    WHERE NOT v.all_tagged
 ),
 
 undigested AS MATERIALIZED (

@@ -283,6 +283,8 @@ $$;
 -- pointers must name what the run's model saw.
 -- The four-argument form this replaces would make every four-argument call ambiguous.
 DROP FUNCTION IF EXISTS ember.check_evidence(text, text, jsonb, boolean);
+-- Its length: one pass over the pointers (evidence_targets) applying every per-pointer rule in the
+-- order stated; split per rule, each would walk the pointers again.
 CREATE OR REPLACE FUNCTION ember.check_evidence(
     p_thread text,
     p_kind text,

@@ -67,6 +67,9 @@ $$;
 -- asks this for the thread it picked, and records a not-ready answer on the offer
 -- (shadow_offers.parked_*) so that later claims pass over it until something it depends on
 -- changes. shadow_ready() is this, for every thread with a standing offer.
+--
+-- Its length: the claim asks it for every thread it picks (B3, B11), so the thread's conditions
+-- are one statement and the generation's another; a function per condition is a call per pick.
 CREATE OR REPLACE FUNCTION ember.shadow_thread_readiness(
     p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )

@@ -24,6 +24,8 @@
 -- lock, so the next claims pass over it until something it depends on changes
 -- (functions/041_shadow_offers.sql); it is never consulted by computing shadow_ready() for all.
 
+-- Its length: one claim under one lock, in the order it must happen (pick and park, hot re-check,
+-- model lock, run insert, payload); it is benchmarked (B3, B11), and each split is a call per claim.
 CREATE OR REPLACE FUNCTION ember.claim_shadow_run(
     p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
 )

@@ -8,19 +8,23 @@
 --    "usage": {"input_tokens", "cache_read_input_tokens", "cache_creation_5m_input_tokens",
 --              "cache_creation_1h_input_tokens", "output_tokens": non-negative integers},
 --    "latency_ms": non-negative integer, "finished_at": timestamptz text (optional),
---    "proposals": [ ... ]}
+--    "proposals": [ ... ], "prompt_sha256": the prompt text's digest (optional, ember.prompt_digest)}
 -- Every key but finished_at is required and no other key is allowed: the envelope is written
 -- by our own worker, so a missing or misspelt key is a bug to surface, not a default to guess.
 -- A failed run carries its error text and no proposals; a completed run carries no error.
 -- The proposals themselves are not judged here: a bad proposal is stored with its own
 -- validation_error (shadow_proposal_error) and does not refuse the run.
+--
+-- Its length: one IF per field of the outcome envelope, each naming the field it refuses; the
+-- checks share nothing to factor out, and the list reads as the envelope's specification.
 CREATE OR REPLACE FUNCTION ember.shadow_outcome_error(p_outcome jsonb)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_allowed constant text[] := ARRAY[
-        'status', 'error', 'usage', 'latency_ms', 'finished_at', 'proposals', 'diagnostics'
+        'status', 'error', 'usage', 'latency_ms', 'finished_at', 'proposals', 'diagnostics',
+        'prompt_sha256'
     ];
     v_required constant text[] := ARRAY['status', 'error', 'usage', 'latency_ms', 'proposals'];
     v_usage_keys constant text[] := ARRAY[
@@ -159,6 +163,9 @@ $$;
 -- spent), and no proposal is stored. Otherwise every proposal is stored with its ordinal, the
 -- run's thread and generation, and the generation's labels; each is validated on its own, so
 -- an invalid one is kept with its validation_error and its valid siblings are stored normally.
+--
+-- Its length: the lease and status guards, then the run's update and the proposals, all under the
+-- one lock order (thread, then run) that a split would restate in each part; benchmarked (B3, B11).
 CREATE OR REPLACE FUNCTION ember.submit_shadow_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -177,6 +184,7 @@ DECLARE
     i bigint;
     v_count integer := 0;
     v_rejected integer := 0;
+    v_prompt text;
 BEGIN
     SELECT sr.thread_id INTO v_thread FROM ember.shadow_runs AS sr WHERE sr.id = p_run;
     IF NOT FOUND THEN
@@ -209,6 +217,7 @@ BEGIN
     IF v_reason IS NOT NULL THEN
         RAISE EXCEPTION 'shadow run %: malformed outcome: %', p_run, v_reason USING ERRCODE = 'EM044';
     END IF;
+    v_prompt := ember.prompt_digest(p_outcome -> 'prompt_sha256', format('shadow run %s', p_run));
     v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
     v_lease_now := v_now;
     IF abs(extract(EPOCH FROM r.started_at - r.claimed_clock)) < 1 THEN
@@ -245,6 +254,7 @@ BEGIN
         output_tokens = (p_outcome #>> '{usage,output_tokens}')::bigint,
         latency_ms = (p_outcome ->> 'latency_ms')::bigint,
         cache_diagnostics = nullif(p_outcome -> 'diagnostics', 'null'::jsonb),
+        prompt_sha256 = v_prompt,
         finished_at = v_now
     WHERE id = p_run;
 

@@ -50,6 +50,8 @@ AS $$
         )
 $$;
 
+-- Its length: every step works on the threads the first statement locked, in id order; split into
+-- functions the lock set would have to be passed along, and the lock-order rule read in two places.
 CREATE OR REPLACE FUNCTION ember.tick(p_now timestamptz DEFAULT clock_timestamp())
 RETURNS jsonb
 LANGUAGE plpgsql

@@ -137,6 +137,8 @@ AS $$
     RETURNING id
 $$;
 
+-- Its length: one wake's claim under the steward thread's lock, in order (work, lock, expired runs,
+-- pages within the token budget, model check, run insert); benchmarked (B6, B11).
 CREATE OR REPLACE FUNCTION ember.claim_steward_run(
     p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
 )

@@ -101,45 +101,18 @@ AS $$
         || 'When everything worth keeping is written, call finish with the id of the last row you digested.'
 $$;
 
--- Returns {"run_id", "status", "round", "finished", "results": [tool_result blocks], "reminder"}.
---   p_response           the Messages API response: an object with a "content" array of blocks
---                        (and "usage", "stop_reason", ...; kept verbatim in the assistant row)
---   p_embeddings         {tool_use id: [384 numbers]}: the embedding of a search_memory query or
---                        of a written fact's text, computed by the worker's embedder (SQL never
---                        embeds); a search without one matches text, a fact without one is
---                        embedded by the worker afterwards
---   p_latency_ms         how long the model call took, added to the run
---   p_rejections         {tool_use id: reason} for calls the worker's tool models refused
---                        (worker/ember/tools.py): answered is_error with that reason, never
---                        applied. The worker can only refuse more than SQL would, never accept more.
--- Refusals: EM061-EM064 (see steward_run_for_write), EM065 a malformed response or embedding
--- map. Rounds past steward_max_rounds are refused with EM064 after the run is failed.
-CREATE OR REPLACE FUNCTION ember.steward_step(
-    p_run bigint,
-    p_lease_token uuid,
-    p_response jsonb,
-    p_embeddings jsonb DEFAULT '{}',
-    p_latency_ms bigint DEFAULT NULL,
-    p_now timestamptz DEFAULT clock_timestamp(),
-    p_rejections jsonb DEFAULT '{}'
+-- steward_step's input, checked whole before anything is written: the response's content blocks,
+-- the embeddings by tool_use id, the latency, the worker's rejections and the usage. EM065 names
+-- the first that is malformed.
+CREATE OR REPLACE FUNCTION ember.steward_response_check(
+    p_run bigint, p_response jsonb, p_embeddings jsonb, p_latency_ms bigint, p_rejections jsonb
 )
-RETURNS jsonb
+RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    r ember.steward_runs;
     v_reason text;
-    v_text text;
-    b jsonb;
-    v_content text;
-    v_error boolean;
-    v_results jsonb[] := '{}';
-    v_calls integer := 0;
-    v_max_calls integer := ember.setting_int('steward_max_tool_calls');
-    v_reminder text;
-    v_started timestamptz := clock_timestamp();
 BEGIN
-    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
     IF p_response IS NULL OR jsonb_typeof(p_response) <> 'object'
        OR jsonb_typeof(p_response -> 'content') IS DISTINCT FROM 'array' THEN
         RAISE EXCEPTION 'steward run %: the response must be an object with a content array', p_run
@@ -179,9 +152,61 @@ BEGIN
     IF v_reason IS NOT NULL THEN
         RAISE EXCEPTION 'steward run %: %', p_run, v_reason USING ERRCODE = 'EM065';
     END IF;
+END;
+$$;
+
+-- Returns {"run_id", "status", "round", "finished", "results": [tool_result blocks], "reminder"}.
+--   p_response           the Messages API response: an object with a "content" array of blocks
+--                        (and "usage", "stop_reason", ...; kept verbatim in the assistant row)
+--   p_embeddings         {tool_use id: [384 numbers]}: the embedding of a search_memory query or
+--                        of a written fact's text, computed by the worker's embedder (SQL never
+--                        embeds); a search without one matches text, a fact without one is
+--                        embedded by the worker afterwards
+--   p_latency_ms         how long the model call took, added to the run
+--   p_rejections         {tool_use id: reason} for calls the worker's tool models refused
+--                        (worker/ember/tools.py): answered is_error with that reason, never
+--                        applied. The worker can only refuse more than SQL would, never accept more.
+--   p_prompt_sha256      the digest of the steward prompt the request carried (ember.prompt_digest,
+--                        EM140), recorded on the run; NULL keeps what an earlier round recorded
+-- Refusals: EM061-EM064 (see steward_run_for_write), EM065 a malformed response or embedding
+-- map. Rounds past steward_max_rounds are refused with EM064 after the run is failed.
+--
+-- Its length: after the response's checks (steward_response_check), the tool calls applied in
+-- order and the lease judged again at the end; one transaction's sequence around one loop.
+CREATE OR REPLACE FUNCTION ember.steward_step(
+    p_run bigint,
+    p_lease_token uuid,
+    p_response jsonb,
+    p_embeddings jsonb DEFAULT '{}',
+    p_latency_ms bigint DEFAULT NULL,
+    p_now timestamptz DEFAULT clock_timestamp(),
+    p_rejections jsonb DEFAULT '{}',
+    p_prompt_sha256 text DEFAULT NULL
+)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r ember.steward_runs;
+    v_text text;
+    b jsonb;
+    v_content text;
+    v_error boolean;
+    v_results jsonb[] := '{}';
+    v_calls integer := 0;
+    v_max_calls integer := ember.setting_int('steward_max_tool_calls');
+    v_reminder text;
+    v_started timestamptz := clock_timestamp();
+    v_prompt text;
+BEGIN
+    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    PERFORM ember.steward_response_check(p_run, p_response, p_embeddings, p_latency_ms, p_rejections);
+
+    v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
 
     PERFORM ember.steward_add_usage(p_run, p_response -> 'usage', p_latency_ms);
-    UPDATE ember.steward_runs SET rounds = rounds + 1 WHERE id = p_run RETURNING * INTO r;
+    UPDATE ember.steward_runs SET rounds = rounds + 1, prompt_sha256 = coalesce(v_prompt, prompt_sha256)
+    WHERE id = p_run RETURNING * INTO r;
 
     -- A thread this run read was sealed while the run was out. Every later round would send its
     -- rows again (the conversation starts with the pages), and a fact written now would come from
@@ -281,14 +306,16 @@ AS $$
 $$;
 
 -- The worker gives up on a run (a model error, a cancelled task, the round limit seen first by
--- the worker). p_usage and p_latency_ms account a last call that produced no step.
+-- the worker). p_usage and p_latency_ms account a last call that produced no step, and
+-- p_prompt_sha256 records the prompt it was sent with, as in steward_step.
 CREATE OR REPLACE FUNCTION ember.fail_steward_run(
     p_run bigint,
     p_lease_token uuid,
     p_error text,
     p_usage jsonb DEFAULT NULL,
     p_latency_ms bigint DEFAULT NULL,
-    p_now timestamptz DEFAULT clock_timestamp()
+    p_now timestamptz DEFAULT clock_timestamp(),
+    p_prompt_sha256 text DEFAULT NULL
 )
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -296,6 +323,7 @@ AS $$
 DECLARE
     r ember.steward_runs;
     v_reason text;
+    v_prompt text;
 BEGIN
     r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
     IF p_error IS NULL OR btrim(p_error) = '' THEN
@@ -309,7 +337,9 @@ BEGIN
         RAISE EXCEPTION 'steward run %: latency must not be negative, got %', p_run, p_latency_ms
             USING ERRCODE = 'EM065';
     END IF;
+    v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
     PERFORM ember.steward_add_usage(p_run, p_usage, p_latency_ms);
+    UPDATE ember.steward_runs SET prompt_sha256 = coalesce(v_prompt, prompt_sha256) WHERE id = p_run;
     PERFORM ember.steward_end_failed(p_run, p_error, p_now);
     RETURN jsonb_build_object('run_id', p_run, 'status', 'failed', 'error', p_error);
 END;

@@ -164,6 +164,9 @@ $$;
 -- its input is there, and planning it again for every call cost more than running it.
 -- Refused: an unknown viewer (EM029); a limit outside 1..100, or neither text nor an embedding,
 -- or an embedding of the wrong size (EM068).
+--
+-- Its length: one query (vector pool, text pool, fusion) planned once per session; benchmarked
+-- (B9), and split into functions each pool would be a call and a plan of its own per search.
 CREATE OR REPLACE FUNCTION ember.search_memory(
     p_viewer text, p_query text, p_query_embedding vector DEFAULT NULL, p_limit integer DEFAULT 10
 )

@@ -299,7 +299,7 @@ BEGIN
         categories, model, status, error, window_since, window_until, proposal_ids, fact_ids,
         input_tokens, cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
-        started_at, finished_at, latency_ms
+        started_at, finished_at, latency_ms, prompt_sha256
     ) VALUES (
         v_categories, v_model.id, v_status, v_error,
         (p_outcome ->> 'window_since')::timestamptz, (p_outcome ->> 'window_until')::timestamptz,
@@ -312,7 +312,8 @@ BEGIN
         v_model.price_as_of, v_model.price_input, v_model.price_output, v_model.price_cache_write_5m,
         v_model.price_cache_write_1h, v_model.price_cache_read,
         (p_outcome ->> 'started_at')::timestamptz, (p_outcome ->> 'finished_at')::timestamptz,
-        (p_outcome ->> 'latency_ms')::bigint
+        (p_outcome ->> 'latency_ms')::bigint,
+        ember.prompt_digest(p_outcome -> 'prompt_sha256', format('judge outcome of group %s', v_categories))
     )
     RETURNING id INTO v_run;
 

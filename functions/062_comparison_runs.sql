@@ -34,7 +34,8 @@ SELECT
     s.generation_id,
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
-    CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows
+    CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows,
+    s.prompt_sha256
 FROM ember.steward_runs AS s
 UNION ALL
 SELECT
@@ -61,7 +62,8 @@ SELECT
     r.generation_id,
     r.from_seq,
     r.through_seq,
-    NULL::bigint AS digested_rows
+    NULL::bigint AS digested_rows,
+    r.prompt_sha256
 FROM ember.shadow_runs AS r
 WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
@@ -89,7 +91,8 @@ SELECT
     NULL::uuid AS generation_id,
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
-    0::bigint AS digested_rows
+    0::bigint AS digested_rows,
+    j.prompt_sha256
 FROM ember.judge_runs AS j;
 
 -- The runs of a window, by their start: the one rule every cost, latency and run list of the
@@ -231,7 +234,9 @@ milliseconds) and max, in milliseconds. Windowed by run start: ember.comparison_
 
 -- comparison_run_list ---------------------------------------------------------------------------
 
--- The runs behind every cost and latency figure, one row each.
+-- The runs behind every cost and latency figure, one row each, with the digest of the prompt text
+-- each was sent with (NULL before migration 0046), so runs can be grouped by prompt version.
+SELECT ember.comparison_drop_if_changed('ember.comparison_run_list(timestamptz, timestamptz)', 'prompt_sha256 text');
 CREATE OR REPLACE FUNCTION ember.comparison_run_list(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -255,7 +260,8 @@ RETURNS TABLE (
     proposals_written bigint,
     valid_proposals_written bigint,
     estimated_usd numeric,
-    output_usd numeric
+    output_usd numeric,
+    prompt_sha256 text
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
@@ -291,7 +297,7 @@ BEGIN
            CASE WHEN r.path = 'steward' THEN coalesce(fr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.valid, 0) END,
-           round(r.usd, 6), round(r.out_usd, 6)
+           round(r.usd, 6), round(r.out_usd, 6), r.prompt_sha256
     FROM runs AS r
     LEFT JOIN facts_by_run AS fr ON r.path = 'steward' AND fr.run_id = r.run_id
     LEFT JOIN proposals_by_run AS pr ON r.path IN ('hot', 'cold') AND pr.run_id = r.run_id
@@ -310,7 +316,8 @@ semantic judge), path (steward, hot, cold, judge), the run id in its own table, 
 messages_digested, the rows a completed run read to the end (the steward''s digested rows; a shadow run''s
 rows from_seq < seq <= through_seq of its generation; 0 for a run that did not complete); facts_written
 (steward), proposals_written and valid_proposals_written (shadow); estimated_usd (NULL when the run lacks a
-price) and output_usd, its output tokens'' part, from the run''s list-price snapshot. Windowed by run start:
+price) and output_usd, its output tokens'' part, from the run''s list-price snapshot; prompt_sha256, the hex
+sha256 of the prompt text the run was sent with (NULL for runs recorded without one). Windowed by run start:
 ember.comparison_run_list(since, until). No run of an isolated thread.';
 
 -- comparison_evidence_quality -------------------------------------------------------------------

@@ -51,6 +51,27 @@ RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 AS $$ SELECT encode(sha256(convert_to(p_text, 'UTF8')), 'hex') $$;
 
+-- A run's prompt digest as its worker reported it (NULL when it reported none): the
+-- text_version of the prompts/ text the run's requests carried, taken by the worker from the
+-- bytes it sent. Anything but 64 lower-case hex characters is refused (EM140), naming p_where,
+-- the run it concerns; the runs tables' CHECK is the same rule against a direct write.
+CREATE OR REPLACE FUNCTION ember.prompt_digest(p_value jsonb, p_where text)
+RETURNS text
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_value IS NULL OR jsonb_typeof(p_value) = 'null' THEN
+        RETURN NULL;
+    END IF;
+    IF jsonb_typeof(p_value) <> 'string' OR p_value #>> '{}' !~ '^[0-9a-f]{64}$' THEN
+        RAISE EXCEPTION '%: prompt_sha256 must be 64 lower-case hex characters, got %',
+            p_where, left(p_value::text, 80)
+            USING ERRCODE = 'EM140', HINT = 'the hex sha256 of the prompt text as sent, as ember.text_version(text) gives it';
+    END IF;
+    RETURN p_value #>> '{}';
+END;
+$$;
+
 -- The tools a thread's turns get, in registry order (a stable order keeps the tools list, and so
 -- the cached prefix, byte for byte the same from turn to turn).
 CREATE OR REPLACE FUNCTION ember.thread_tools(p_thread text)

@@ -157,50 +157,14 @@ BEGIN
 END;
 $$;
 
--- main's side_chat_inspect tool: a small scene of a side chat, not its transcript, as jsonb:
---   thread, title, kind, status, running, waiting_user;
---   last_reply {message_id, at, text, chars, cut}: the last assistant text, cut to
---       inspect_reply_chars (1,500) characters, marker included;
---   tool_calls [{tool_call_id, name, outcome, result, at}]: the last inspect_tool_calls (12)
---       calls, oldest first; outcome is the result's status (ok, error, pending) or 'no-result';
---       result is the result text cut to inspect_result_chars;
---   written_paths: the paths written by file tools (ember.tools.file_tool) whose call succeeded,
---       most recent first, at most inspect_paths; a shell command's writes are not seen;
---   progress {event_id, at, text, delivered}: the latest progress report to main;
---   pending_from_main: main's messages the chat has not taken in yet.
--- Inspecting is main reading the thread, so the visibility rule applies as for read_thread
--- (EM028 when the chat, or a generation the scene draws on, carries labels main's model is not
--- tagged for), and main's generation records the generations it read: its labels grow by what
--- it saw.
-CREATE OR REPLACE FUNCTION ember.side_chat_inspect(p_thread text)
-RETURNS jsonb
-LANGUAGE plpgsql
+-- side_chat_inspect's tool_calls: the chat's most recent calls (inspect_tool_calls) with their
+-- outcome and result cut to p_result_chars, and the ids of the rows they were read from.
+CREATE OR REPLACE FUNCTION ember.side_chat_calls(
+    p_thread text, p_result_chars integer, OUT tool_calls jsonb, OUT row_ids bigint[]
+)
+LANGUAGE plpgsql STABLE
 AS $$
-DECLARE
-    v_main text;
-    t ember.threads;
-    v_reply ember.messages;
-    v_reply_chars integer := ember.setting_int('inspect_reply_chars');
-    v_result_chars integer := ember.setting_int('inspect_result_chars');
-    v_calls jsonb;
-    v_call_rows bigint[];
-    v_paths jsonb;
-    v_path_rows bigint[];
-    v_progress jsonb;
-    v_rows bigint[];
-    v_generations uuid[];
-    st ember.shadow_thread_state;
 BEGIN
-    v_main := ember.require_main('side_chat_inspect');
-    t := ember.check_side_chat_target(v_main, p_thread, 'side_chat_inspect');
-    IF ember.hidden_reason_unchecked(v_main, p_thread) IS NOT NULL THEN
-        PERFORM ember.refuse_unseen_chat('side_chat_inspect', p_thread);
-    END IF;
-
-    SELECT * INTO v_reply FROM ember.messages AS m
-    WHERE m.thread_id = p_thread AND m.role = 'assistant' AND btrim(m.content) <> ''
-    ORDER BY m.seq DESC LIMIT 1;
-
     -- Tool calls are the tool_use blocks of assistant rows; a host that records only results
     -- still shows its calls through their result rows.
     WITH uses AS (
@@ -243,16 +207,24 @@ BEGIN
             'tool_call_id', r.call_id,
             'name', r.name,
             'outcome', coalesce(r.tool_status, 'no-result'),
-            'result', ember.shorten_to(r.result, v_result_chars),
+            'result', ember.shorten_to(r.result, p_result_chars),
             'at', r.created_at
         ) ORDER BY r.seq, r.ord), '[]'::jsonb),
         ARRAY(
             SELECT DISTINCT x FROM recent AS r2 CROSS JOIN LATERAL unnest(ARRAY[r2.row_id, r2.result_id]) AS x
             WHERE x IS NOT NULL
         )
-    INTO v_calls, v_call_rows
+    INTO tool_calls, row_ids
     FROM recent AS r;
+END;
+$$;
 
+-- side_chat_inspect's written paths: the files the chat's file tools wrote with an ok result, most
+-- recent first, at most inspect_paths, and the ids of the rows they were read from.
+CREATE OR REPLACE FUNCTION ember.side_chat_written_paths(p_thread text, OUT paths jsonb, OUT row_ids bigint[])
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
     WITH writes AS (
         SELECT m.id AS row_id, m.seq, b.ord, b.block -> 'input' ->> 'path' AS path
         FROM ember.messages AS m
@@ -281,8 +253,58 @@ BEGIN
     )
 
     SELECT coalesce(jsonb_agg(s.path ORDER BY s.seq DESC, s.ord DESC), '[]'::jsonb), array_agg(DISTINCT s.row_id)
-    INTO v_paths, v_path_rows
+    INTO paths, row_ids
     FROM shown AS s;
+END;
+$$;
+
+-- main's side_chat_inspect tool: a small scene of a side chat, not its transcript, as jsonb:
+--   thread, title, kind, status, running, waiting_user;
+--   last_reply {message_id, at, text, chars, cut}: the last assistant text, cut to
+--       inspect_reply_chars (1,500) characters, marker included;
+--   tool_calls [{tool_call_id, name, outcome, result, at}]: the last inspect_tool_calls (12)
+--       calls, oldest first; outcome is the result's status (ok, error, pending) or 'no-result';
+--       result is the result text cut to inspect_result_chars;
+--   written_paths: the paths written by file tools (ember.tools.file_tool) whose call succeeded,
+--       most recent first, at most inspect_paths; a shell command's writes are not seen;
+--   progress {event_id, at, text, delivered}: the latest progress report to main;
+--   pending_from_main: main's messages the chat has not taken in yet.
+-- Inspecting is main reading the thread, so the visibility rule applies as for read_thread
+-- (EM028 when the chat, or a generation the scene draws on, carries labels main's model is not
+-- tagged for), and main's generation records the generations it read: its labels grow by what
+-- it saw.
+--
+-- Its length: what is left after side_chat_calls and side_chat_written_paths is the visibility
+-- check and read report over the rows the scene shows, and the scene's one jsonb value.
+CREATE OR REPLACE FUNCTION ember.side_chat_inspect(p_thread text)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_main text;
+    t ember.threads;
+    v_reply ember.messages;
+    v_reply_chars integer := ember.setting_int('inspect_reply_chars');
+    v_result_chars integer := ember.setting_int('inspect_result_chars');
+    c record;
+    w record;
+    v_progress jsonb;
+    v_rows bigint[];
+    v_generations uuid[];
+    st ember.shadow_thread_state;
+BEGIN
+    v_main := ember.require_main('side_chat_inspect');
+    t := ember.check_side_chat_target(v_main, p_thread, 'side_chat_inspect');
+    IF ember.hidden_reason_unchecked(v_main, p_thread) IS NOT NULL THEN
+        PERFORM ember.refuse_unseen_chat('side_chat_inspect', p_thread);
+    END IF;
+
+    SELECT * INTO v_reply FROM ember.messages AS m
+    WHERE m.thread_id = p_thread AND m.role = 'assistant' AND btrim(m.content) <> ''
+    ORDER BY m.seq DESC LIMIT 1;
+
+    SELECT * INTO c FROM ember.side_chat_calls(p_thread, v_result_chars);
+    SELECT * INTO w FROM ember.side_chat_written_paths(p_thread);
 
     SELECT jsonb_build_object(
         'event_id', e.id, 'at', e.created_at, 'text', m.content, 'delivered', e.delivered_at IS NOT NULL
@@ -297,7 +319,7 @@ BEGIN
     -- their labels (a chat's older generations may carry more than its current one), and main's
     -- generation now carries them.
     v_rows := ARRAY(
-        SELECT DISTINCT x FROM unnest(coalesce(v_call_rows, '{}') || coalesce(v_path_rows, '{}') || v_reply.id) AS x
+        SELECT DISTINCT x FROM unnest(coalesce(c.row_ids, '{}') || coalesce(w.row_ids, '{}') || v_reply.id) AS x
         WHERE x IS NOT NULL
     );
     -- Reading a row reports its whole generation read (below), so main's model must be tagged
@@ -328,8 +350,8 @@ BEGIN
             'chars', char_length(v_reply.content),
             'cut', char_length(v_reply.content) > v_reply_chars
         ) END,
-        'tool_calls', v_calls,
-        'written_paths', v_paths,
+        'tool_calls', c.tool_calls,
+        'written_paths', w.paths,
         'progress', v_progress,
         'pending_from_main', (
             SELECT count(*) FROM ember.thread_events AS e

@@ -121,6 +121,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: staging, the shared checks (staged_rows_check) and one insert; the host's batch hot
+-- path (B1), where every statement runs once per call and none per row.
 CREATE OR REPLACE FUNCTION ember.append_messages(
     p_thread text,
     p_rows json,
@@ -231,11 +233,7 @@ BEGIN
     END IF;
 
     -- The same lock append_message takes: appends to one thread are serialized.
-    t := ember.lock_thread(p_thread);
-    IF t.status = 'archived' THEN
-        RAISE EXCEPTION 'thread "%" is archived: it takes no new messages', p_thread
-            USING ERRCODE = 'EM007', HINT = 'set_thread_status(thread, ''active'') first';
-    END IF;
+    t := ember.lock_thread(p_thread, p_append => true);
     IF NOT EXISTS (SELECT 1 FROM staged_rows) THEN
         RETURN '{}';
     END IF;

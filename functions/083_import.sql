@@ -89,21 +89,19 @@ BEGIN
 END;
 $$;
 
--- The digest is the file's SHA-256 (hex), recorded when the file is taken whole.
-DROP FUNCTION IF EXISTS ember.import_staged(boolean);
-CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE, p_digest text DEFAULT NULL)
-RETURNS jsonb
+-- 1. Every line: JSON, an object, a known type, well-formed fields, into import_records (lineno,
+-- doc, type, error). All lines are parsed by one cast; only if one of them is not JSON is each
+-- parsed in its own exception block (text_to_jsonb_or_null), so that the others are kept and the
+-- bad ones named. The shape of a message (no unknown field, each field of its JSON type; its
+-- time and blocks are cast where it is staged) is written out in the statement rather than
+-- called: every function in schema ember has a pinned search_path, which keeps PostgreSQL from
+-- inlining it, and the call per line cost more than the parse. Other lines, and messages the
+-- expression does not clear, go to import_record_error for the reason.
+CREATE OR REPLACE FUNCTION ember.import_parse_lines()
+RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    r record;
-    v_threads integer := 0;
-    v_threads_present integer := 0;
-    v_generations integer := 0;
-    v_generations_present integer := 0;
-    v_messages integer := 0;
-    v_present integer := 0;
-    v_rejected jsonb;
     v_records constant text := $q$
         CREATE TEMP TABLE import_records ON COMMIT DROP AS
         SELECT l.lineno, j.doc, j.doc ->> 'type' AS type, CASE
@@ -137,22 +135,6 @@ DECLARE
         CROSS JOIN LATERAL (SELECT %s AS doc OFFSET 0) AS j
     $q$;
 BEGIN
-    DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations,
-        pg_temp.import_stored, pg_temp.import_targets;
-    -- The file's rows are sorted and hashed whole; the default work_mem sends a file of a few
-    -- tens of megabytes to disk. For this transaction only.
-    IF pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('64MB') THEN
-        PERFORM set_config('work_mem', '64MB', true);
-    END IF;
-
-    -- 1. Every line: JSON, an object, a known type, well-formed fields. All lines are parsed by
-    -- one cast; only if one of them is not JSON is each parsed in its own exception block
-    -- (text_to_jsonb_or_null), so that the others are kept and the bad ones named. The shape
-    -- of a message (no unknown field, each field of its JSON type; its time and blocks are cast
-    -- where it is staged) is written out in the statement rather than called: every function
-    -- in schema ember has a pinned search_path, which keeps PostgreSQL from inlining it, and
-    -- the call per line cost more than the parse. Other lines, and messages the expression
-    -- does not clear, go to import_record_error for the reason.
     BEGIN
         EXECUTE format(v_records, 'l.line::jsonb');
     EXCEPTION WHEN data_exception THEN
@@ -161,10 +143,17 @@ BEGIN
     -- Temporary tables have no statistics until analyzed; a guess may nest loops.
     CREATE UNIQUE INDEX ON import_records (lineno);
     ANALYZE import_records;
+END;
+$$;
 
-    -- 2. Threads. A thread already stored with the same kind is present; with another kind, or
-    -- a second record of the same id, the line is rejected. Field values are checked here by
-    -- the rules create_thread applies, so that a rejection names the line.
+-- 2. Threads, into import_threads. A thread already stored with the same kind is present; with
+-- another kind, or a second record of the same id, the line is rejected. Field values are
+-- checked here by the rules create_thread applies, so that a rejection names the line.
+CREATE OR REPLACE FUNCTION ember.import_check_threads()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
     CREATE TEMP TABLE import_threads ON COMMIT DROP AS
     SELECT
         x.lineno, x.doc ->> 'id' AS id, x.doc ->> 'kind' AS kind, x.doc ->> 'title' AS title,
@@ -211,9 +200,17 @@ BEGIN
     WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
     DELETE FROM import_threads AS it
     WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = it.lineno AND x.error IS NOT NULL);
+END;
+$$;
 
-    -- 3. Generations: of a known thread (stored, or accepted above), numbered on from what is
-    -- stored, only the last one open. A stored generation with the same start is present.
+-- 3. Generations, into import_generations: of a known thread (stored, or accepted above),
+-- numbered on from what is stored, only the last one open. A stored generation with the same
+-- start is present.
+CREATE OR REPLACE FUNCTION ember.import_check_generations()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
     CREATE TEMP TABLE import_generations ON COMMIT DROP AS
     SELECT
         x.lineno, x.doc ->> 'thread' AS thread_id, (x.doc ->> 'ordinal')::integer AS ordinal,
@@ -272,10 +269,18 @@ BEGIN
     WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
     DELETE FROM import_generations AS ig
     WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = ig.lineno AND x.error IS NOT NULL);
+END;
+$$;
 
-    -- 4. Messages, staged as append_messages stages its rows and checked by the same rules. A
-    -- time or blocks value that does not cast stops the one staging statement; then the
-    -- message lines are checked one by one for the reason, and staged again without them.
+-- 4. Messages, staged as append_messages stages its rows: which are already stored (present, or
+-- rejected when another row holds their place) and which have nowhere to go. A time or blocks
+-- value that does not cast stops the one staging statement; then the message lines are checked
+-- one by one for the reason, and staged again without them.
+CREATE OR REPLACE FUNCTION ember.import_check_messages()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
     BEGIN
         PERFORM ember.import_stage_messages();
     EXCEPTION WHEN data_exception THEN
@@ -345,7 +350,16 @@ BEGIN
         )
     ) AS c
     WHERE a.idx = c.idx AND c.error IS NOT NULL;
+END;
+$$;
 
+-- 5. The rows to write, by append_message's own rules (staged_rows_check) and in time order;
+-- then every rejected row's reason goes onto its line.
+CREATE OR REPLACE FUNCTION ember.import_check_message_rules()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
     -- append_message's own rules for the rows to write (staged_rows_check). A from_thread
     -- defined in this file is not stored yet: it is set aside for the check, and the flow
     -- trigger checks it when the row is written.
@@ -383,27 +397,38 @@ BEGIN
 
     UPDATE import_records AS x SET error = a.error
     FROM staged_rows AS a WHERE a.idx = x.lineno AND a.error IS NOT NULL;
+END;
+$$;
 
-    SELECT coalesce(jsonb_agg(jsonb_build_object('line', x.lineno, 'reason', x.error) ORDER BY x.lineno), '[]')
-    INTO v_rejected
-    FROM import_records AS x WHERE x.error IS NOT NULL;
+-- What the file holds, counted before anything is written: a generation record is new
+-- (generation 1 of a thread the file creates is one, though create_thread opens it) or
+-- present, and so is a thread record; a message row is present or to be written.
+CREATE OR REPLACE FUNCTION ember.import_counts()
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    -- PL/pgSQL rather than SQL: a SQL body is checked when created, before these tables exist.
+    RETURN jsonb_build_object(
+        'threads', (SELECT count(*) FROM import_threads AS it WHERE NOT it.stored),
+        'threads_present', (SELECT count(*) FROM import_threads AS it WHERE it.stored),
+        'generations', (SELECT count(*) FROM import_generations AS ig WHERE ig.stored_id IS NULL),
+        'generations_present', (SELECT count(*) FROM import_generations AS ig WHERE ig.stored_id IS NOT NULL),
+        'present', (SELECT count(*) FROM staged_rows AS a WHERE a.present)
+    );
+END;
+$$;
 
-    IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
-        RETURN jsonb_build_object('written', false, 'threads', 0, 'generations', 0, 'messages', 0,
-            'present', 0, 'threads_present', 0, 'generations_present', 0, 'rejected', v_rejected);
-    END IF;
-
-    -- What the file holds, counted before anything is written: a generation record is new
-    -- (generation 1 of a thread the file creates is one, though create_thread opens it) or
-    -- present, and so is a thread record.
-    SELECT count(*) FILTER (WHERE NOT it.stored), count(*) FILTER (WHERE it.stored)
-    INTO v_threads, v_threads_present
-    FROM import_threads AS it;
-    SELECT count(*) FILTER (WHERE ig.stored_id IS NULL), count(*) FILTER (WHERE ig.stored_id IS NOT NULL)
-    INTO v_generations, v_generations_present
-    FROM import_generations AS ig;
-
-    -- 5. Write. Threads first (create_thread opens generation 1 at the thread's creation).
+-- 6. Write threads and generations: threads first (create_thread opens generation 1 at the
+-- thread's creation), then every thread the file writes to is locked, and the file's
+-- generations are ended, opened and inserted.
+CREATE OR REPLACE FUNCTION ember.import_write_threads()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+BEGIN
     FOR r IN SELECT * FROM import_threads AS it WHERE NOT it.stored ORDER BY it.lineno LOOP
         PERFORM ember.create_thread(r.id, r.kind, r.title, r.category, r.seal_tier, r.model, r.created_at);
     END LOOP;
@@ -429,7 +454,17 @@ BEGIN
     SELECT ig.thread_id, ig.ordinal, ig.started_at, ig.ended_at
     FROM import_generations AS ig WHERE ig.stored_id IS NULL
     ORDER BY ig.thread_id, ig.ordinal;
+END;
+$$;
 
+-- 7. Write messages, in one INSERT; returns how many.
+CREATE OR REPLACE FUNCTION ember.import_write_messages()
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_messages integer;
+BEGIN
     -- Messages in file order, so seq follows it (nextval is computed above the sort). Marked as
     -- a sanctioned insert for messages_arrival_guard (991_input_guards.sql). When no row comes
     -- from another thread, no row of the statement can widen a generation's labels, so each row
@@ -460,9 +495,18 @@ BEGIN
     ORDER BY a.idx;
     GET DIAGNOSTICS v_messages = ROW_COUNT;
     PERFORM set_config('ember.inserting_message', '', true);
-    SELECT count(*) INTO v_present FROM staged_rows AS a WHERE a.present;
+    RETURN v_messages;
+END;
+$$;
 
-    -- Thread status last: an archived thread took its history first.
+-- 8. Thread status last: an archived thread took its history first.
+CREATE OR REPLACE FUNCTION ember.import_write_statuses()
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+BEGIN
     FOR r IN
         SELECT it.id, it.status, it.created_at FROM import_threads AS it
         INNER JOIN ember.threads AS t ON t.id = it.id
@@ -471,30 +515,80 @@ BEGIN
     LOOP
         PERFORM ember.set_thread_status(r.id, r.status, r.created_at);
     END LOOP;
+END;
+$$;
 
-    -- A file taken whole is remembered, so that importing it again can be answered at once.
-    IF p_digest IS NOT NULL AND jsonb_array_length(v_rejected) = 0 THEN
-        INSERT INTO ember.import_files AS f (digest, threads, held, fingerprint)
-        SELECT p_digest, d.threads,
-            jsonb_build_object('threads', v_threads + v_threads_present,
-                'generations', v_generations + v_generations_present,
-                'messages', v_messages + v_present),
-            ember.import_fingerprint(d.threads)
+-- 9. A file taken whole is remembered under its digest, with what it held (p_held), so that
+-- importing it again can be answered at once (import_known).
+CREATE OR REPLACE FUNCTION ember.import_remember(p_digest text, p_held jsonb)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    INSERT INTO ember.import_files AS f (digest, threads, held, fingerprint)
+    SELECT p_digest, d.threads, p_held, ember.import_fingerprint(d.threads)
+    FROM (
+        SELECT coalesce(array_agg(DISTINCT u.id ORDER BY u.id), '{}') AS threads
         FROM (
-            SELECT coalesce(array_agg(DISTINCT u.id ORDER BY u.id), '{}') AS threads
-            FROM (
-                SELECT it.id FROM import_threads AS it
-                UNION SELECT ig.thread_id FROM import_generations AS ig
-                UNION SELECT a.thread_id FROM staged_rows AS a
-            ) AS u
-        ) AS d
-        ON CONFLICT (digest) DO UPDATE SET
-            threads = excluded.threads, held = excluded.held, fingerprint = excluded.fingerprint,
-            imported_at = excluded.imported_at;
+            SELECT it.id FROM import_threads AS it
+            UNION SELECT ig.thread_id FROM import_generations AS ig
+            UNION SELECT a.thread_id FROM staged_rows AS a
+        ) AS u
+    ) AS d
+    ON CONFLICT (digest) DO UPDATE SET
+        threads = excluded.threads, held = excluded.held, fingerprint = excluded.fingerprint,
+        imported_at = excluded.imported_at;
+END;
+$$;
+
+-- The digest is the file's SHA-256 (hex), recorded when the file is taken whole. The stages
+-- above run in order, each over the temporary tables the ones before it left (import_records,
+-- import_threads, import_generations, staged_rows); the checks only mark lines, and nothing is
+-- written unless no line was rejected or p_partial is true.
+DROP FUNCTION IF EXISTS ember.import_staged(boolean);
+CREATE OR REPLACE FUNCTION ember.import_staged(p_partial boolean DEFAULT FALSE, p_digest text DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_rejected jsonb;
+    v_counts jsonb;
+    v_messages integer;
+BEGIN
+    DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations,
+        pg_temp.import_stored, pg_temp.import_targets;
+    -- The file's rows are sorted and hashed whole; the default work_mem sends a file of a few
+    -- tens of megabytes to disk. For this transaction only.
+    IF pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('64MB') THEN
+        PERFORM set_config('work_mem', '64MB', true);
     END IF;
 
-    RETURN jsonb_build_object('written', true, 'threads', v_threads, 'generations', v_generations,
-        'messages', v_messages, 'present', v_present, 'threads_present', v_threads_present,
-        'generations_present', v_generations_present, 'rejected', v_rejected);
+    PERFORM ember.import_parse_lines();
+    PERFORM ember.import_check_threads();
+    PERFORM ember.import_check_generations();
+    PERFORM ember.import_check_messages();
+    PERFORM ember.import_check_message_rules();
+
+    SELECT coalesce(jsonb_agg(jsonb_build_object('line', x.lineno, 'reason', x.error) ORDER BY x.lineno), '[]')
+    INTO v_rejected
+    FROM import_records AS x WHERE x.error IS NOT NULL;
+    IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
+        RETURN jsonb_build_object('written', false, 'threads', 0, 'generations', 0, 'messages', 0,
+            'present', 0, 'threads_present', 0, 'generations_present', 0, 'rejected', v_rejected);
+    END IF;
+
+    v_counts := ember.import_counts();
+    PERFORM ember.import_write_threads();
+    v_messages := ember.import_write_messages();
+    PERFORM ember.import_write_statuses();
+
+    IF p_digest IS NOT NULL AND jsonb_array_length(v_rejected) = 0 THEN
+        PERFORM ember.import_remember(p_digest, jsonb_build_object(
+            'threads', (v_counts ->> 'threads')::integer + (v_counts ->> 'threads_present')::integer,
+            'generations', (v_counts ->> 'generations')::integer + (v_counts ->> 'generations_present')::integer,
+            'messages', v_messages + (v_counts ->> 'present')::integer));
+    END IF;
+
+    RETURN v_counts || jsonb_build_object('written', true, 'messages', v_messages, 'rejected', v_rejected);
 END;
 $$;

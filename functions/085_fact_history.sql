@@ -32,6 +32,8 @@ BEGIN
 END;
 $$;
 
+-- Its length: a row trigger on facts: one IF chain decides the change and an insert records it;
+-- a helper would be a call per changed fact.
 CREATE OR REPLACE FUNCTION ember.fact_history_on_fact()
 RETURNS trigger
 LANGUAGE plpgsql

@@ -108,85 +108,91 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.forget_steward_record(
-    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[],
-    p_rows_since timestamptz, p_since timestamptz
+-- The steward's record, first pass: in each wake that read an erased row or wrote a forgotten
+-- fact, its pages' lines of the erased rows, and the texts it quoted in its own turns. Returns the
+-- ids of the rows changed. Only called when the steward's tables exist.
+CREATE OR REPLACE FUNCTION ember.forget_steward_runs(
+    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[], p_rows_since timestamptz
 )
 RETURNS bigint[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
     v_changed bigint[] := '{}';
-    v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
-    v_unowned uuid[];
-    v_all_needles text[];
     v_needles text[];
     r record;
     m record;
     v_content text;
     v_blocks json;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
-        RETURN v_changed;
-    END IF;
-
-    IF v_runs THEN
-        -- Wakes that read an erased row (only a wake started after the oldest erased row can
-        -- have), found by a hash join of what they read to what was erased rather than by
-        -- array overlap, which compares every pair; and wakes that wrote a forgotten fact.
-        FOR r IN
-            WITH erased AS (
-                SELECT e.id, e.content FROM unnest(p_erased, p_contents) AS e (id, content)
-            ),
-            reads AS (
-                SELECT s.id AS run_id, array_agg(x.id) AS read_erased, array_agg(e.content) AS contents
-                FROM ember.steward_runs AS s
-                CROSS JOIN LATERAL unnest(s.read_message_ids) AS x (id)
-                INNER JOIN erased AS e ON e.id = x.id
-                WHERE s.started_at >= p_rows_since
-                GROUP BY s.id
-            ),
-            writes AS (
-                SELECT x.run_id, array_agg(f.text) AS texts
-                FROM unnest(p_retired, p_texts) AS f (id, text)
-                INNER JOIN ember.facts AS x ON x.id = f.id
-                WHERE x.run_id IS NOT NULL
-                GROUP BY x.run_id
-            )
-            SELECT s.id, s.generation_id, coalesce(reads.read_erased, '{}') AS read_erased,
-                coalesce(reads.contents, '{}') || coalesce(writes.texts, '{}') AS quoted
+    -- Wakes that read an erased row (only a wake started after the oldest erased row can
+    -- have), found by a hash join of what they read to what was erased rather than by
+    -- array overlap, which compares every pair; and wakes that wrote a forgotten fact.
+    FOR r IN
+        WITH erased AS (
+            SELECT e.id, e.content FROM unnest(p_erased, p_contents) AS e (id, content)
+        ),
+        reads AS (
+            SELECT s.id AS run_id, array_agg(x.id) AS read_erased, array_agg(e.content) AS contents
             FROM ember.steward_runs AS s
-            LEFT JOIN reads ON reads.run_id = s.id
-            LEFT JOIN writes ON writes.run_id = s.id
-            WHERE reads.run_id IS NOT NULL OR writes.run_id IS NOT NULL
+            CROSS JOIN LATERAL unnest(s.read_message_ids) AS x (id)
+            INNER JOIN erased AS e ON e.id = x.id
+            WHERE s.started_at >= p_rows_since
+            GROUP BY s.id
+        ),
+        writes AS (
+            SELECT x.run_id, array_agg(f.text) AS texts
+            FROM unnest(p_retired, p_texts) AS f (id, text)
+            INNER JOIN ember.facts AS x ON x.id = f.id
+            WHERE x.run_id IS NOT NULL
+            GROUP BY x.run_id
+        )
+        SELECT s.id, s.generation_id, coalesce(reads.read_erased, '{}') AS read_erased,
+            coalesce(reads.contents, '{}') || coalesce(writes.texts, '{}') AS quoted
+        FROM ember.steward_runs AS s
+        LEFT JOIN reads ON reads.run_id = s.id
+        LEFT JOIN writes ON writes.run_id = s.id
+        WHERE reads.run_id IS NOT NULL OR writes.run_id IS NOT NULL
+    LOOP
+        IF cardinality(r.read_erased) > 0 THEN
+            WITH changed AS (
+                UPDATE ember.messages AS x
+                SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
+                    blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
+                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
+                    AND x.role = 'user' AND x.author = 'system' AND x.erased_by IS NULL
+                RETURNING x.id
+            )
+            SELECT v_changed || coalesce(array_agg(changed.id), '{}') INTO v_changed FROM changed;
+        END IF;
+        v_needles := ember.forget_needles(r.quoted);
+        CONTINUE WHEN cardinality(v_needles) = 0;
+        FOR m IN
+            SELECT x.id, x.content, x.blocks FROM ember.messages AS x
+            WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id AND x.role = 'assistant'
         LOOP
-            IF cardinality(r.read_erased) > 0 THEN
-                WITH changed AS (
-                    UPDATE ember.messages AS x
-                    SET content = ember.forget_redact_lines(x.content, r.read_erased, '^m:(\d+) ', 'm:'),
-                        blocks = ember.forget_redact_blocks(x.blocks, r.read_erased, '^m:(\d+) ', 'm:')
-                    WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id
-                        AND x.role = 'user' AND x.author = 'system' AND x.erased_by IS NULL
-                    RETURNING x.id
-                )
-                SELECT v_changed || coalesce(array_agg(changed.id), '{}') INTO v_changed FROM changed;
+            SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_needles);
+            IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
+                UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
+                v_changed := v_changed || m.id;
             END IF;
-            v_needles := ember.forget_needles(r.quoted);
-            CONTINUE WHEN cardinality(v_needles) = 0;
-            FOR m IN
-                SELECT x.id, x.content, x.blocks FROM ember.messages AS x
-                WHERE x.thread_id = 'memory-steward' AND x.generation_id = r.generation_id AND x.role = 'assistant'
-            LOOP
-                SELECT * INTO v_content, v_blocks FROM ember.forget_redact_needles(m.content, m.blocks, v_needles);
-                IF v_content IS DISTINCT FROM m.content OR v_blocks::text IS DISTINCT FROM m.blocks::text THEN
-                    UPDATE ember.messages SET content = v_content, blocks = v_blocks WHERE id = m.id;
-                    v_changed := v_changed || m.id;
-                END IF;
-            END LOOP;
         END LOOP;
-    END IF;
+    END LOOP;
+    RETURN v_changed;
+END;
+$$;
 
-    -- Search results that returned a forgotten fact.
+-- The steward's record, second pass: search results that returned a forgotten fact (p_retired)
+-- lose its lines. Returns the ids of the rows changed.
+CREATE OR REPLACE FUNCTION ember.forget_steward_searches(p_retired bigint[], p_since timestamptz)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_changed bigint[] := '{}';
+    m record;
+    v_content text;
+BEGIN
     IF cardinality(p_retired) > 0 THEN
         FOR m IN
             SELECT x.id, x.content FROM ember.messages AS x
@@ -200,13 +206,30 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+    RETURN v_changed;
+END;
+$$;
 
-    -- Steward generations no run owns (the first, and any written by hand): every text, every
-    -- row. Found among the generations, of which there is one per wake, not among the rows.
+-- The steward's record, last pass: steward generations no run owns (the first, and any written by
+-- hand) are searched for every text. Returns the ids of the rows changed.
+CREATE OR REPLACE FUNCTION ember.forget_steward_unowned(
+    p_contents text[], p_texts text[], p_since timestamptz, p_runs boolean
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_changed bigint[] := '{}';
+    v_unowned uuid[];
+    v_all_needles text[];
+    m record;
+    v_content text;
+    v_blocks json;
+BEGIN
     v_unowned := ARRAY(
         SELECT g.id FROM ember.generations AS g
         WHERE g.thread_id = 'memory-steward' AND (g.ended_at IS NULL OR g.ended_at >= p_since)
-            AND NOT (v_runs AND ember.steward_generation_has_run(g.id))
+            AND NOT (p_runs AND ember.steward_generation_has_run(g.id))
     );
     IF EXISTS (SELECT 1 FROM ember.messages AS x
                WHERE x.generation_id = ANY(v_unowned) AND x.created_at >= p_since AND x.erased_by IS NULL) THEN
@@ -222,6 +245,29 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
+    RETURN v_changed;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.forget_steward_record(
+    p_erased bigint[], p_contents text[], p_retired bigint[], p_texts text[],
+    p_rows_since timestamptz, p_since timestamptz
+)
+RETURNS bigint[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_changed bigint[] := '{}';
+    v_runs boolean := to_regclass('ember.steward_runs') IS NOT NULL;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
+        RETURN v_changed;
+    END IF;
+    IF v_runs THEN
+        v_changed := ember.forget_steward_runs(p_erased, p_contents, p_retired, p_texts, p_rows_since);
+    END IF;
+    v_changed := v_changed || ember.forget_steward_searches(p_retired, p_since)
+        || ember.forget_steward_unowned(p_contents, p_texts, p_since, v_runs);
     RETURN ARRAY(SELECT DISTINCT i FROM unnest(v_changed) AS i ORDER BY i);
 END;
 $$;

@@ -25,8 +25,182 @@
 --     asked to stop (shadow_withdraw, as a human message does); a running steward run that read
 --     an erased row is ended as failed, so nothing it still holds can be submitted.
 
+-- Forget's facts: the pointers at the erased rows (p_erased) and at generations with one
+-- (p_gens) go, and every fact that lost one is re-checked, then along the merges of those retired.
+-- Returns the facts kept with their remaining evidence, the ones retired (and their texts, to
+-- find them quoted in the steward's record), and the ones re-checked along a merge and kept.
+CREATE OR REPLACE FUNCTION ember.forget_facts(
+    p_erased bigint[], p_gens uuid[], p_now timestamptz,
+    OUT facts_kept jsonb, OUT facts_retired bigint[], OUT retired_texts text[], OUT facts_rechecked bigint[]
+)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_check bigint[];
+    v_shrunk bigint[];
+    v_seen bigint[] := '{}';
+    v_new_retired bigint[] := '{}';
+    f record;
+BEGIN
+    facts_kept := '[]';
+    facts_retired := '{}';
+    retired_texts := '{}';
+    facts_rechecked := '{}';
+    -- Pointers at what was erased go, in one statement (one history row per fact, from the
+    -- trigger); the facts they belonged to are re-checked, then along the merges of those
+    -- retired. Set-based on purpose: a per-fact anti-join against the erased rows costs facts
+    -- times rows.
+    WITH gone AS (
+        DELETE FROM ember.fact_evidence AS e
+        WHERE e.message_id = ANY(p_erased) OR e.generation_id = ANY(p_gens)
+        RETURNING e.fact_id
+    )
+    SELECT coalesce(array_agg(DISTINCT gone.fact_id), '{}') INTO v_shrunk FROM gone;
+    v_check := v_shrunk;
+    WHILE cardinality(v_check) > 0 LOOP
+        v_seen := v_seen || v_check;
+        FOR f IN
+            SELECT x.id, x.evidence_kind, x.text, coalesce((
+                SELECT jsonb_agg(
+                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
+                         ELSE jsonb_build_object('generation_id', e.generation_id) END
+                    ORDER BY e.ordinal)
+                FROM ember.fact_evidence AS e WHERE e.fact_id = x.id
+            ), '[]') AS remaining
+            FROM ember.facts AS x
+            WHERE x.id = ANY(v_check) AND x.text IS NOT NULL
+            ORDER BY x.id
+            FOR UPDATE OF x
+        LOOP
+            IF jsonb_array_length(f.remaining) > 0
+               AND ember.check_evidence(NULL, f.evidence_kind, f.remaining, false) IS NULL THEN
+                IF f.id = ANY(v_shrunk) THEN
+                    facts_kept := facts_kept || jsonb_build_object('fact', f.id, 'evidence', f.remaining);
+                ELSE
+                    -- Reached along a merge and still justified by its own pointers.
+                    facts_rechecked := facts_rechecked || f.id;
+                END IF;
+            ELSE
+                v_new_retired := v_new_retired || f.id;
+                retired_texts := retired_texts || f.text;
+            END IF;
+        END LOOP;
+        -- The merge targets of the facts about to be retired are re-checked next.
+        v_check := ARRAY(
+            SELECT DISTINCT x.merged_into FROM ember.facts AS x
+            WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL AND NOT x.merged_into = ANY(v_seen)
+        );
+        UPDATE ember.facts AS x
+        SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
+            text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
+        WHERE x.id = ANY(v_new_retired);
+        facts_retired := facts_retired || v_new_retired;
+        v_new_retired := '{}';
+    END LOOP;
+
+    -- A forgotten fact's history keeps no free text that could quote it.
+    UPDATE ember.fact_history AS h
+    SET detail = NULL,
+        retired_reason = CASE WHEN h.retired_reason = 'source-forgotten' THEN h.retired_reason END
+    WHERE h.fact_id = ANY(facts_retired) AND h.change <> 'forgotten'
+        AND (h.detail IS NOT NULL OR h.retired_reason IS DISTINCT FROM 'source-forgotten')
+        AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
+END;
+$$;
+
+-- Forget's shadow proposals: those of the touched threads (p_threads) that cite an erased row are
+-- re-checked on what they have left; returns the ones erased and the ones kept.
+CREATE OR REPLACE FUNCTION ember.forget_proposals(
+    p_forgetting bigint, p_threads text[], p_erased bigint[], p_gens uuid[],
+    OUT proposals_erased bigint[], OUT proposals_kept bigint[]
+)
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    p record;
+    v_remaining jsonb;
+BEGIN
+    proposals_erased := '{}';
+    proposals_kept := '{}';
+    FOR p IN
+        SELECT sp.* FROM ember.shadow_proposals AS sp
+        WHERE sp.thread_id = ANY(p_threads) AND sp.forgotten_by IS NULL
+            AND jsonb_typeof(sp.evidence) = 'array'
+            AND EXISTS (
+                SELECT 1 FROM jsonb_array_elements(sp.evidence) AS x (v)
+                WHERE (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
+                       AND (x.v ->> 'message_id')::numeric = ANY(p_erased::numeric[]))
+                   OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(p_gens::text[]))
+            )
+        ORDER BY sp.id FOR UPDATE
+    LOOP
+        v_remaining := (
+            SELECT coalesce(jsonb_agg(x.v ORDER BY x.o), '[]')
+            FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x (v, o)
+            WHERE NOT coalesce(
+                (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
+                 AND (x.v ->> 'message_id')::numeric = ANY(p_erased::numeric[]))
+                OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(p_gens::text[])),
+                false)
+        );
+        IF ember.is_isolated(p.thread_id) THEN
+            -- Sealed since it was proposed: the proposal guard refuses any change to a row of an
+            -- isolated thread, and the comparison never reads one, so the row goes whole.
+            -- Its judged pairs go with it (a foreign key cascaded this before migration 0036:
+            -- judged_pairs stays on the coordinator, which cannot point into a distributed table).
+            DELETE FROM ember.judged_pairs WHERE proposal_id = p.id;
+            DELETE FROM ember.shadow_proposals WHERE id = p.id AND thread_id = p.thread_id;
+            proposals_erased := proposals_erased || p.id;
+        ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
+           AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN
+            UPDATE ember.shadow_proposals SET evidence = v_remaining WHERE id = p.id;
+            proposals_kept := proposals_kept || p.id;
+        ELSE
+            UPDATE ember.shadow_proposals
+            SET text = NULL, embedding = NULL, forgotten_by = p_forgetting,
+                validation_error = 'source-forgotten'
+            WHERE id = p.id;
+            proposals_erased := proposals_erased || p.id;
+        END IF;
+    END LOOP;
+END;
+$$;
+
+-- Forget's work in flight: each touched thread is withdrawn from shadow (its running run asked to
+-- stop), and a running steward run that read an erased row is failed; returns both lists of runs.
+CREATE OR REPLACE FUNCTION ember.forget_stop_work(
+    p_threads text[], p_erased bigint[], p_now timestamptz,
+    OUT runs_cancelled bigint[], OUT steward_runs_cancelled bigint[]
+)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    steward_runs_cancelled := '{}';
+    -- Work in flight on the touched threads stops: prefixes and offers dropped, runs cancelled.
+    PERFORM ember.shadow_withdraw(t) FROM unnest(p_threads) AS t;
+    runs_cancelled := ARRAY(
+        SELECT r.id FROM ember.shadow_runs AS r
+        WHERE r.thread_id = ANY(p_threads) AND r.status = 'running' AND r.cancel_requested
+        ORDER BY r.id
+    );
+    IF to_regclass('ember.steward_runs') IS NOT NULL THEN
+        WITH u AS (
+            UPDATE ember.steward_runs
+            SET status = 'failed', error = 'cancelled: rows it read were forgotten',
+                finished_at = greatest(p_now, started_at)
+            WHERE status = 'running'
+                AND EXISTS (SELECT 1 FROM unnest(read_message_ids) AS x (id)
+                            INNER JOIN unnest(p_erased) AS e (id) ON e.id = x.id)
+            RETURNING id
+        )
+        SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') INTO steward_runs_cancelled FROM u;
+    END IF;
+END;
+$$;
+
 -- Validates nothing: the caller (forget_messages or forget_thread) has checked its input.
--- p_ids are rows not yet erased and not the steward's. Returns the jsonb report.
+-- p_ids are rows not yet erased and not the steward's. Returns the jsonb report. The steps run in
+-- the order the cascade above states, all under the erasing setting set here.
 CREATE OR REPLACE FUNCTION ember.forget_apply(p_forgetting bigint, p_ids bigint[], p_now timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -37,22 +211,10 @@ DECLARE
     v_steward_rows bigint[];
     v_threads text[];
     v_gens uuid[];
-    v_check bigint[];
-    v_shrunk bigint[];
-    v_seen bigint[] := '{}';
-    v_retired bigint[] := '{}';
-    v_retired_texts text[] := '{}';
-    v_new_retired bigint[] := '{}';
-    v_kept jsonb := '[]';
-    v_rechecked bigint[] := '{}';
-    v_proposals_erased bigint[] := '{}';
-    v_proposals_kept bigint[] := '{}';
-    v_runs bigint[] := '{}';
-    v_steward_runs bigint[] := '{}';
     v_since timestamptz;
     f record;
     p record;
-    v_remaining jsonb;
+    w record;
 BEGIN
     PERFORM set_config('ember.erasing', 'on', true);
     PERFORM set_config('ember.forgetting', p_forgetting::text, true);
@@ -82,113 +244,14 @@ BEGIN
     -- Generations with an erased row: a pointer at the whole generation no longer stands.
     v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
 
-    -- Pointers at what was erased go, in one statement (one history row per fact, from the
-    -- trigger); the facts they belonged to are re-checked, then along the merges of those
-    -- retired. Set-based on purpose: a per-fact anti-join against the erased rows costs facts
-    -- times rows.
-    WITH gone AS (
-        DELETE FROM ember.fact_evidence AS e
-        WHERE e.message_id = ANY(v_erased) OR e.generation_id = ANY(v_gens)
-        RETURNING e.fact_id
-    )
-    SELECT coalesce(array_agg(DISTINCT gone.fact_id), '{}') INTO v_shrunk FROM gone;
-    v_check := v_shrunk;
-    WHILE cardinality(v_check) > 0 LOOP
-        v_seen := v_seen || v_check;
-        FOR f IN
-            SELECT x.id, x.evidence_kind, x.text, coalesce((
-                SELECT jsonb_agg(
-                    CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
-                         ELSE jsonb_build_object('generation_id', e.generation_id) END
-                    ORDER BY e.ordinal)
-                FROM ember.fact_evidence AS e WHERE e.fact_id = x.id
-            ), '[]') AS remaining
-            FROM ember.facts AS x
-            WHERE x.id = ANY(v_check) AND x.text IS NOT NULL
-            ORDER BY x.id
-            FOR UPDATE OF x
-        LOOP
-            IF jsonb_array_length(f.remaining) > 0
-               AND ember.check_evidence(NULL, f.evidence_kind, f.remaining, false) IS NULL THEN
-                IF f.id = ANY(v_shrunk) THEN
-                    v_kept := v_kept || jsonb_build_object('fact', f.id, 'evidence', f.remaining);
-                ELSE
-                    -- Reached along a merge and still justified by its own pointers.
-                    v_rechecked := v_rechecked || f.id;
-                END IF;
-            ELSE
-                v_new_retired := v_new_retired || f.id;
-                v_retired_texts := v_retired_texts || f.text;
-            END IF;
-        END LOOP;
-        -- The merge targets of the facts about to be retired are re-checked next.
-        v_check := ARRAY(
-            SELECT DISTINCT x.merged_into FROM ember.facts AS x
-            WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL AND NOT x.merged_into = ANY(v_seen)
-        );
-        UPDATE ember.facts AS x
-        SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
-            text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
-        WHERE x.id = ANY(v_new_retired);
-        v_retired := v_retired || v_new_retired;
-        v_new_retired := '{}';
-    END LOOP;
-
-    -- A forgotten fact's history keeps no free text that could quote it.
-    UPDATE ember.fact_history AS h
-    SET detail = NULL,
-        retired_reason = CASE WHEN h.retired_reason = 'source-forgotten' THEN h.retired_reason END
-    WHERE h.fact_id = ANY(v_retired) AND h.change <> 'forgotten'
-        AND (h.detail IS NOT NULL OR h.retired_reason IS DISTINCT FROM 'source-forgotten')
-        AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
+    f := ember.forget_facts(v_erased, v_gens, p_now);
 
     v_steward_rows := ember.forget_steward_record(
-        v_erased, v_contents, v_retired, v_retired_texts, v_since,
-        least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(v_retired)))
+        v_erased, v_contents, f.facts_retired, f.retired_texts, v_since,
+        least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(f.facts_retired)))
     );
 
-    -- Shadow proposals of the touched threads that cite an erased row.
-    FOR p IN
-        SELECT sp.* FROM ember.shadow_proposals AS sp
-        WHERE sp.thread_id = ANY(v_threads) AND sp.forgotten_by IS NULL
-            AND jsonb_typeof(sp.evidence) = 'array'
-            AND EXISTS (
-                SELECT 1 FROM jsonb_array_elements(sp.evidence) AS x (v)
-                WHERE (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
-                       AND (x.v ->> 'message_id')::numeric = ANY(v_erased::numeric[]))
-                   OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(v_gens::text[]))
-            )
-        ORDER BY sp.id FOR UPDATE
-    LOOP
-        v_remaining := (
-            SELECT coalesce(jsonb_agg(x.v ORDER BY x.o), '[]')
-            FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x (v, o)
-            WHERE NOT coalesce(
-                (jsonb_typeof(x.v) = 'object' AND jsonb_typeof(x.v -> 'message_id') = 'number'
-                 AND (x.v ->> 'message_id')::numeric = ANY(v_erased::numeric[]))
-                OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(v_gens::text[])),
-                false)
-        );
-        IF ember.is_isolated(p.thread_id) THEN
-            -- Sealed since it was proposed: the proposal guard refuses any change to a row of an
-            -- isolated thread, and the comparison never reads one, so the row goes whole.
-            -- Its judged pairs go with it (a foreign key cascaded this before migration 0036:
-            -- judged_pairs stays on the coordinator, which cannot point into a distributed table).
-            DELETE FROM ember.judged_pairs WHERE proposal_id = p.id;
-            DELETE FROM ember.shadow_proposals WHERE id = p.id AND thread_id = p.thread_id;
-            v_proposals_erased := v_proposals_erased || p.id;
-        ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
-           AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN
-            UPDATE ember.shadow_proposals SET evidence = v_remaining WHERE id = p.id;
-            v_proposals_kept := v_proposals_kept || p.id;
-        ELSE
-            UPDATE ember.shadow_proposals
-            SET text = NULL, embedding = NULL, forgotten_by = p_forgetting,
-                validation_error = 'source-forgotten'
-            WHERE id = p.id;
-            v_proposals_erased := v_proposals_erased || p.id;
-        END IF;
-    END LOOP;
+    p := ember.forget_proposals(p_forgetting, v_threads, v_erased, v_gens);
 
     -- Main's record of a message it sent (side_chat_message) holds the same text as the row.
     UPDATE ember.main_actions AS a
@@ -196,37 +259,19 @@ BEGIN
     FROM ember.thread_events AS e
     WHERE e.id = a.event_id AND e.message_id = ANY(v_erased);
 
-    -- Work in flight on the touched threads stops: prefixes and offers dropped, runs cancelled.
-    PERFORM ember.shadow_withdraw(t) FROM unnest(v_threads) AS t;
-    v_runs := ARRAY(
-        SELECT r.id FROM ember.shadow_runs AS r
-        WHERE r.thread_id = ANY(v_threads) AND r.status = 'running' AND r.cancel_requested
-        ORDER BY r.id
-    );
-    IF to_regclass('ember.steward_runs') IS NOT NULL THEN
-        WITH u AS (
-            UPDATE ember.steward_runs
-            SET status = 'failed', error = 'cancelled: rows it read were forgotten',
-                finished_at = greatest(p_now, started_at)
-            WHERE status = 'running'
-                AND EXISTS (SELECT 1 FROM unnest(read_message_ids) AS x (id)
-                            INNER JOIN unnest(v_erased) AS e (id) ON e.id = x.id)
-            RETURNING id
-        )
-        SELECT coalesce(array_agg(u.id ORDER BY u.id), '{}') INTO v_steward_runs FROM u;
-    END IF;
+    w := ember.forget_stop_work(v_threads, v_erased, p_now);
 
     RETURN jsonb_build_object(
         'forgetting', p_forgetting,
         'rows_erased', to_jsonb(v_erased),
         'steward_rows_redacted', to_jsonb(v_steward_rows),
-        'facts_kept', v_kept,
-        'facts_retired', to_jsonb(ARRAY(SELECT i FROM unnest(v_retired) AS i ORDER BY i)),
-        'facts_rechecked', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(v_rechecked) AS i ORDER BY i)),
-        'proposals_erased', to_jsonb(v_proposals_erased),
-        'proposals_kept', to_jsonb(v_proposals_kept),
-        'runs_cancelled', to_jsonb(v_runs),
-        'steward_runs_cancelled', to_jsonb(v_steward_runs)
+        'facts_kept', f.facts_kept,
+        'facts_retired', to_jsonb(ARRAY(SELECT i FROM unnest(f.facts_retired) AS i ORDER BY i)),
+        'facts_rechecked', to_jsonb(ARRAY(SELECT DISTINCT i FROM unnest(f.facts_rechecked) AS i ORDER BY i)),
+        'proposals_erased', to_jsonb(p.proposals_erased),
+        'proposals_kept', to_jsonb(p.proposals_kept),
+        'runs_cancelled', to_jsonb(w.runs_cancelled),
+        'steward_runs_cancelled', to_jsonb(w.steward_runs_cancelled)
     );
 END;
 $$;

@@ -7,6 +7,9 @@
 -- (functions/016_steward_thread.sql), so main is created first when p_main names it. A second
 -- call changes nothing and says that everything was already in place. p_categories is a JSON
 -- object of name to description (or null), or an array of names.
+--
+-- Its length: the steps of a first start, in the order stated above, each saying what it changed;
+-- split, the order that matters would be spread over calls.
 CREATE OR REPLACE FUNCTION ember.setup(
     p_categories jsonb DEFAULT '{}',
     p_main text DEFAULT NULL,

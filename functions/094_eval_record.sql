@@ -117,7 +117,7 @@ BEGIN
         run_id, question_id, pipeline, purpose, model, status, error, simulated,
         input_tokens, cache_read_tokens, cache_write_5m_tokens, cache_write_1h_tokens, output_tokens,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
-        started_at, finished_at, latency_ms
+        started_at, finished_at, latency_ms, prompt_sha256
     ) VALUES (
         p_run, p_call ->> 'question_id', p_call ->> 'pipeline', p_call ->> 'purpose', md.id, p_call ->> 'status',
         nullif(p_call ->> 'error', ''), (p_call ->> 'simulated')::boolean,
@@ -129,7 +129,9 @@ BEGIN
         md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
         md.price_cache_read,
         (p_call ->> 'started_at')::timestamptz, (p_call ->> 'finished_at')::timestamptz,
-        (p_call ->> 'latency_ms')::bigint
+        (p_call ->> 'latency_ms')::bigint,
+        ember.prompt_digest(p_call -> 'prompt_sha256', format('eval run %s, call for question %s', p_run,
+                                                              to_json(p_call ->> 'question_id')))
     )
     RETURNING id INTO v_id;
     RETURN v_id;

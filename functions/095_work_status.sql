@@ -59,7 +59,12 @@ AS $$
     WHERE NOT ember.shadow_excluded(t.id)
 $$;
 
-CREATE OR REPLACE FUNCTION ember.work_status(p_now timestamptz DEFAULT clock_timestamp())
+-- work_status's shadow rows: per thread with work, why it waits or who holds it; and the hot runs
+-- that read too little of their prefix from the cache.
+--
+-- Its length: one statement whose CASEs (state, reason, since, until, detail) test the same
+-- conditions in the same order, so a reason's columns read side by side, as the list above.
+CREATE OR REPLACE FUNCTION ember.work_status_shadow(p_now timestamptz)
 RETURNS TABLE (
     pipeline text,
     state text,
@@ -77,16 +82,8 @@ DECLARE
     v_idle interval := ember.setting_interval('idle_before_digest');
     v_window interval := ember.setting_interval('status_window');
     v_idle_text text := ember.setting('idle_before_digest') #>> '{}';
-    v_window_text text := ember.setting('status_window') #>> '{}';
     v_activated boolean := EXISTS (SELECT 1 FROM ember.shadow_activation);
-    v_steward text := (SELECT t.id FROM ember.threads AS t WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id));
-    v_steward_model text;
 BEGIN
-    PERFORM ember.require_now(p_now);
-    IF v_steward IS NOT NULL THEN
-        v_steward_model := ember.steward_model();
-    END IF;
-
     RETURN QUERY
     WITH
     threads AS MATERIALIZED (SELECT * FROM ember.work_status_shadow_threads()),
@@ -170,8 +167,54 @@ BEGIN
         WHERE r.path = 'hot' AND r.status = 'completed'
             AND r.finished_at > p_now - v_window AND r.finished_at <= p_now
             AND c.check IS NOT NULL
-    ),
+    )
 
+    SELECT 'shadow', si.state, si.reason, count(*)::integer,
+        (array_agg(si.thread_id ORDER BY si.since NULLS LAST, si.thread_id))[1],
+        min(si.since), min(si.until), si.detail
+    FROM shadow_items AS si
+    GROUP BY si.state, si.reason, si.detail
+    UNION ALL
+    SELECT 'shadow', 'notice', 'hot-cache-shortfall', count(*)::integer,
+        (array_agg(sf.thread_id ORDER BY sf.finished_at DESC))[1],
+        min(sf.finished_at), NULL,
+        format('%s hot runs read %s%% to %s%% of the old prefix from the cache, below %s%%: %s',
+            count(*), round(min(sf.share) * 100), round(max(sf.share) * 100),
+            round(ember.setting('hot_cache_min_read_share')::numeric * 100), ember.hot_cache_cause_text(sf.cause))
+    FROM shortfalls AS sf
+    GROUP BY sf.cause;
+END;
+$$;
+
+-- work_status's steward rows: the wake in flight, and per backlog generation why it waits.
+--
+-- Its length: as work_status_shadow, one statement whose CASEs share one order of conditions.
+CREATE OR REPLACE FUNCTION ember.work_status_steward(p_now timestamptz)
+RETURNS TABLE (
+    pipeline text,
+    state text,
+    reason text,
+    items integer,
+    oldest text,
+    since timestamptz,
+    until timestamptz,
+    detail text
+)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_idle interval := ember.setting_interval('idle_before_digest');
+    v_idle_text text := ember.setting('idle_before_digest') #>> '{}';
+    v_steward text := ember.steward_thread_id();
+    v_steward_model text;
+BEGIN
+    IF v_steward IS NOT NULL THEN
+        v_steward_model := ember.steward_model();
+    END IF;
+
+    RETURN QUERY
+    WITH
     gens AS MATERIALIZED (SELECT * FROM ember.steward_backlog_generations(p_now)),
     steward_run AS MATERIALIZED (
         SELECT r.id, r.worker, r.started_at, r.lease_expires_at
@@ -222,8 +265,42 @@ BEGIN
                 ELSE format('%s (labels %s): tag it for them, or pin the steward to a model that is', w.reason, w.labels)
             END
         FROM ember.backlog_waiting AS w
-    ),
+    )
 
+    SELECT 'steward', 'running', 'leased', 1, v_steward, sr.started_at, sr.lease_expires_at,
+        format('worker %s holds wake %s', sr.worker, sr.id)
+    FROM steward_run AS sr
+    UNION ALL
+    SELECT 'steward', st.state, st.reason, count(*)::integer,
+        (array_agg(st.thread_id ORDER BY st.since NULLS LAST, st.thread_id))[1],
+        min(st.since), min(st.until), st.detail
+    FROM steward_items AS st
+    GROUP BY st.state, st.reason, st.detail;
+END;
+$$;
+
+-- work_status's workers rows: each worker connected now or seen claiming within status_window,
+-- or one row saying there is none.
+CREATE OR REPLACE FUNCTION ember.work_status_workers(p_now timestamptz)
+RETURNS TABLE (
+    pipeline text,
+    state text,
+    reason text,
+    items integer,
+    oldest text,
+    since timestamptz,
+    until timestamptz,
+    detail text
+)
+LANGUAGE plpgsql STABLE
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_window interval := ember.setting_interval('status_window');
+    v_window_text text := ember.setting('status_window') #>> '{}';
+BEGIN
+    RETURN QUERY
+    WITH
     workers AS (
         SELECT
             coalesce(c.name, s.name) AS name,
@@ -258,33 +335,8 @@ BEGIN
         ) AS s ON s.name = c.name
     )
 
-    SELECT 'shadow', si.state, si.reason, count(*)::integer,
-        (array_agg(si.thread_id ORDER BY si.since NULLS LAST, si.thread_id))[1],
-        min(si.since), min(si.until), si.detail
-    FROM shadow_items AS si
-    GROUP BY si.state, si.reason, si.detail
-    UNION ALL
-    SELECT 'shadow', 'notice', 'hot-cache-shortfall', count(*)::integer,
-        (array_agg(sf.thread_id ORDER BY sf.finished_at DESC))[1],
-        min(sf.finished_at), NULL,
-        format('%s hot runs read %s%% to %s%% of the old prefix from the cache, below %s%%: %s',
-            count(*), round(min(sf.share) * 100), round(max(sf.share) * 100),
-            round(ember.setting('hot_cache_min_read_share')::numeric * 100), ember.hot_cache_cause_text(sf.cause))
-    FROM shortfalls AS sf
-    GROUP BY sf.cause
-    UNION ALL
-    SELECT 'steward', 'running', 'leased', 1, v_steward, sr.started_at, sr.lease_expires_at,
-        format('worker %s holds wake %s', sr.worker, sr.id)
-    FROM steward_run AS sr
-    UNION ALL
-    SELECT 'steward', st.state, st.reason, count(*)::integer,
-        (array_agg(st.thread_id ORDER BY st.since NULLS LAST, st.thread_id))[1],
-        min(st.since), min(st.until), st.detail
-    FROM steward_items AS st
-    GROUP BY st.state, st.reason, st.detail
-    UNION ALL
     SELECT 'workers', CASE WHEN w.connections IS NOT NULL THEN 'connected' ELSE 'seen' END, 'worker',
-        coalesce(w.connections, 0), w.name, w.last_claim, NULL,
+        coalesce(w.connections, 0), w.name, w.last_claim, NULL::timestamptz,
         concat_ws('; ',
             CASE WHEN w.connections IS NOT NULL THEN format('connected now (%s)', w.purposes) ELSE 'not connected now' END,
             CASE WHEN w.ticker THEN 'ticks for the fleet' END,
@@ -294,7 +346,31 @@ BEGIN
     SELECT 'workers', 'none', 'no-worker', 0, NULL, NULL, NULL,
         format('no ember worker is connected to this database, and none claimed a run within status_window (%s)',
             v_window_text)
-    WHERE NOT EXISTS (SELECT 1 FROM workers)
+    WHERE NOT EXISTS (SELECT 1 FROM workers);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION ember.work_status(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS TABLE (
+    pipeline text,
+    state text,
+    reason text,
+    items integer,
+    oldest text,
+    since timestamptz,
+    until timestamptz,
+    detail text
+)
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    PERFORM ember.require_now(p_now);
+    RETURN QUERY
+    SELECT * FROM ember.work_status_shadow(p_now)
+    UNION ALL
+    SELECT * FROM ember.work_status_steward(p_now)
+    UNION ALL
+    SELECT * FROM ember.work_status_workers(p_now)
     ORDER BY 1, 2, 3, 5;
 END;
 $$;

@@ -28,8 +28,108 @@ BEGIN
 END;
 $$;
 
+-- A merge: the facts (one evidence kind) become one new fact with the given text, the union of
+-- their evidence and of their labels and sources; they point to it. Returns the new fact.
+CREATE OR REPLACE FUNCTION ember.consolidation_merge(p_run bigint, p_ids bigint[], p_text text, p_now timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_kinds text[];
+    v_evidence jsonb;
+    v_err text;
+    v_id bigint;
+BEGIN
+    v_kinds := ARRAY(SELECT DISTINCT x.evidence_kind FROM ember.facts AS x WHERE x.id = ANY(p_ids));
+    IF cardinality(v_kinds) <> 1 THEN
+        PERFORM ember.consolidation_refuse(format('a merge keeps one evidence kind, these facts have %s',
+                                                  array_to_string(v_kinds, ', ')));
+    END IF;
+    IF p_text IS NULL OR ember.clean_fact_text(p_text) = '' THEN
+        PERFORM ember.consolidation_refuse('a merge needs the merged fact''s text');
+    END IF;
+    v_evidence := ember.facts_evidence_union(p_ids);
+    v_err := ember.check_evidence(NULL, v_kinds[1], v_evidence, false);
+    IF v_err IS NOT NULL THEN
+        PERFORM ember.consolidation_refuse('the merged evidence fails its kind: ' || v_err);
+    END IF;
+    INSERT INTO ember.facts (text, evidence_kind, categories, source_threads, consolidation_run_id,
+                             created_at, updated_at)
+    SELECT p_text, v_kinds[1], ember.label_set(array_agg(c)), ember.label_set(array_agg(s)), p_run, p_now, p_now
+    FROM ember.facts AS x
+    LEFT JOIN LATERAL unnest(x.categories) AS c ON TRUE
+    LEFT JOIN LATERAL unnest(x.source_threads) AS s ON TRUE
+    WHERE x.id = ANY(p_ids)
+    RETURNING id INTO v_id;
+    INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id, generation_id)
+    SELECT v_id, x.ordinality, (x.value ->> 'message_id')::bigint, (x.value ->> 'generation_id')::uuid
+    FROM jsonb_array_elements(v_evidence) WITH ORDINALITY AS x (value, ordinality);
+    UPDATE ember.facts SET status = 'merged', merged_into = v_id, updated_at = p_now WHERE id = ANY(p_ids);
+    RETURN v_id;
+END;
+$$;
+
+-- A supersede of [older, newer]: the newer's evidence must start after the older's ends; the older
+-- is closed where the newer becomes valid.
+CREATE OR REPLACE FUNCTION ember.consolidation_supersede(p_ids bigint[], p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    o ember.facts;
+    n ember.facts;
+    v_old_last timestamptz;
+    v_new_first timestamptz;
+BEGIN
+    SELECT * INTO o FROM ember.facts WHERE id = p_ids[1];
+    SELECT * INTO n FROM ember.facts WHERE id = p_ids[2];
+    SELECT max(coalesce(m.created_at, g.started_at)) INTO v_old_last
+    FROM ember.fact_evidence AS e
+    LEFT JOIN ember.messages AS m ON m.id = e.message_id
+    LEFT JOIN ember.generations AS g ON g.id = e.generation_id
+    WHERE e.fact_id = o.id;
+    v_new_first := ember.fact_evidence_time(n.id);
+    IF v_new_first IS NULL OR v_old_last IS NULL OR v_new_first <= v_old_last THEN
+        PERFORM ember.consolidation_refuse(format(
+            'supersede needs evidence newer than the fact it closes: fact %s''s evidence starts %s, '
+            'fact %s''s ends %s', n.id, coalesce(v_new_first::text, 'nowhere'), o.id,
+            coalesce(v_old_last::text, 'nowhere')));
+    END IF;
+    UPDATE ember.facts
+    SET status = 'superseded', superseded_by = n.id,
+        valid_until = greatest(coalesce(n.valid_from, v_new_first), coalesce(o.valid_from, v_new_first)),
+        updated_at = p_now
+    WHERE id = o.id;
+END;
+$$;
+
+-- A retirement: only of a fact whose evidence no longer supports it, lost some to forgetting, or has
+-- none left.
+CREATE OR REPLACE FUNCTION ember.consolidation_retire(p_ids bigint[], p_reason text, p_now timestamptz)
+RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    f ember.facts;
+    v_err text;
+BEGIN
+    SELECT * INTO f FROM ember.facts WHERE id = p_ids[1];
+    v_err := ember.check_evidence(NULL, f.evidence_kind, ember.facts_evidence_union(ARRAY[f.id]), false);
+    IF v_err IS NULL
+       AND NOT EXISTS (SELECT 1 FROM ember.fact_history AS h WHERE h.fact_id = f.id AND h.change = 'evidence-shrunk')
+       AND EXISTS (SELECT 1 FROM ember.fact_evidence AS e WHERE e.fact_id = f.id) THEN
+        PERFORM ember.consolidation_refuse(format(
+            'fact %s''s evidence still supports it and none of it was forgotten: flag it for a person instead',
+            f.id));
+    END IF;
+    UPDATE ember.facts SET status = 'retired', retired_reason = 'consolidation: ' || p_reason, updated_at = p_now
+    WHERE id = f.id;
+END;
+$$;
+
 -- Apply one checked action; returns the fact a merge wrote. The facts must be active now (an
--- earlier action of the same run, or a steward wake, may have changed them since the plan).
+-- earlier action of the same run, or a steward wake, may have changed them since the plan). The
+-- kind's own function runs between setting and clearing the settings the fact triggers read.
 CREATE OR REPLACE FUNCTION ember.consolidation_apply(
     p_run bigint, p_action bigint, p_kind text, p_ids bigint[], p_text text, p_reason text,
     p_now timestamptz
@@ -39,14 +139,7 @@ LANGUAGE plpgsql
 AS $$
 DECLARE
     f ember.facts;
-    v_kinds text[];
-    v_evidence jsonb;
-    v_err text;
     v_id bigint;
-    o ember.facts;
-    n ember.facts;
-    v_old_last timestamptz;
-    v_new_first timestamptz;
 BEGIN
     FOREACH v_id IN ARRAY p_ids LOOP
         SELECT * INTO f FROM ember.facts WHERE id = v_id FOR UPDATE;
@@ -61,63 +154,11 @@ BEGIN
     v_id := NULL;
 
     IF p_kind = 'merge' THEN
-        v_kinds := ARRAY(SELECT DISTINCT x.evidence_kind FROM ember.facts AS x WHERE x.id = ANY(p_ids));
-        IF cardinality(v_kinds) <> 1 THEN
-            PERFORM ember.consolidation_refuse(format('a merge keeps one evidence kind, these facts have %s',
-                                                      array_to_string(v_kinds, ', ')));
-        END IF;
-        IF p_text IS NULL OR ember.clean_fact_text(p_text) = '' THEN
-            PERFORM ember.consolidation_refuse('a merge needs the merged fact''s text');
-        END IF;
-        v_evidence := ember.facts_evidence_union(p_ids);
-        v_err := ember.check_evidence(NULL, v_kinds[1], v_evidence, false);
-        IF v_err IS NOT NULL THEN
-            PERFORM ember.consolidation_refuse('the merged evidence fails its kind: ' || v_err);
-        END IF;
-        INSERT INTO ember.facts (text, evidence_kind, categories, source_threads, consolidation_run_id,
-                                 created_at, updated_at)
-        SELECT p_text, v_kinds[1], ember.label_set(array_agg(c)), ember.label_set(array_agg(s)), p_run, p_now, p_now
-        FROM ember.facts AS x
-        LEFT JOIN LATERAL unnest(x.categories) AS c ON TRUE
-        LEFT JOIN LATERAL unnest(x.source_threads) AS s ON TRUE
-        WHERE x.id = ANY(p_ids)
-        RETURNING id INTO v_id;
-        INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id, generation_id)
-        SELECT v_id, x.ordinality, (x.value ->> 'message_id')::bigint, (x.value ->> 'generation_id')::uuid
-        FROM jsonb_array_elements(v_evidence) WITH ORDINALITY AS x (value, ordinality);
-        UPDATE ember.facts SET status = 'merged', merged_into = v_id, updated_at = p_now WHERE id = ANY(p_ids);
+        v_id := ember.consolidation_merge(p_run, p_ids, p_text, p_now);
     ELSIF p_kind = 'supersede' THEN
-        SELECT * INTO o FROM ember.facts WHERE id = p_ids[1];
-        SELECT * INTO n FROM ember.facts WHERE id = p_ids[2];
-        SELECT max(coalesce(m.created_at, g.started_at)) INTO v_old_last
-        FROM ember.fact_evidence AS e
-        LEFT JOIN ember.messages AS m ON m.id = e.message_id
-        LEFT JOIN ember.generations AS g ON g.id = e.generation_id
-        WHERE e.fact_id = o.id;
-        v_new_first := ember.fact_evidence_time(n.id);
-        IF v_new_first IS NULL OR v_old_last IS NULL OR v_new_first <= v_old_last THEN
-            PERFORM ember.consolidation_refuse(format(
-                'supersede needs evidence newer than the fact it closes: fact %s''s evidence starts %s, '
-                'fact %s''s ends %s', n.id, coalesce(v_new_first::text, 'nowhere'), o.id,
-                coalesce(v_old_last::text, 'nowhere')));
-        END IF;
-        UPDATE ember.facts
-        SET status = 'superseded', superseded_by = n.id,
-            valid_until = greatest(coalesce(n.valid_from, v_new_first), coalesce(o.valid_from, v_new_first)),
-            updated_at = p_now
-        WHERE id = o.id;
+        PERFORM ember.consolidation_supersede(p_ids, p_now);
     ELSIF p_kind = 'retire' THEN
-        SELECT * INTO f FROM ember.facts WHERE id = p_ids[1];
-        v_err := ember.check_evidence(NULL, f.evidence_kind, ember.facts_evidence_union(ARRAY[f.id]), false);
-        IF v_err IS NULL
-           AND NOT EXISTS (SELECT 1 FROM ember.fact_history AS h WHERE h.fact_id = f.id AND h.change = 'evidence-shrunk')
-           AND EXISTS (SELECT 1 FROM ember.fact_evidence AS e WHERE e.fact_id = f.id) THEN
-            PERFORM ember.consolidation_refuse(format(
-                'fact %s''s evidence still supports it and none of it was forgotten: flag it for a person instead',
-                f.id));
-        END IF;
-        UPDATE ember.facts SET status = 'retired', retired_reason = 'consolidation: ' || p_reason, updated_at = p_now
-        WHERE id = f.id;
+        PERFORM ember.consolidation_retire(p_ids, p_reason, p_now);
     END IF;
     PERFORM set_config('ember.consolidation_run', '', true);
     PERFORM set_config('ember.consolidation_action', '', true);
@@ -181,6 +222,9 @@ $$;
 -- (EM131), another lease token (EM132), a lapsed lease (EM133), a run no longer running (EM134),
 -- a malformed envelope (EM130). Each action is then checked alone and recorded as applied,
 -- refused (with the failed check) or flagged.
+--
+-- Its length: the envelope and lease guards, then each action checked, recorded and applied in its
+-- own exception block; one run's sequence under its row lock.
 CREATE OR REPLACE FUNCTION ember.submit_consolidation_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
 RETURNS jsonb
 LANGUAGE plpgsql
@@ -198,6 +242,7 @@ DECLARE
     v_fact bigint;
     v_min numeric := (ember.setting('consolidation_min_confidence') #>> '{}')::numeric;
     v_counts jsonb := '{"applied": 0, "refused": 0, "flagged": 0}';
+    v_prompt text;
 BEGIN
     SELECT * INTO r FROM ember.consolidation_runs WHERE id = p_run FOR UPDATE;
     IF NOT FOUND THEN
@@ -216,6 +261,7 @@ BEGIN
         RAISE EXCEPTION 'consolidation run %: malformed outcome (status completed or failed, usage counts, actions list)', p_run
             USING ERRCODE = 'EM130';
     END IF;
+    v_prompt := ember.prompt_digest(p_outcome -> 'prompt_sha256', format('consolidation run %s', p_run));
     v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
     IF v_now >= r.lease_expires_at THEN
         RAISE EXCEPTION 'consolidation run %: the lease expired at %', p_run, r.lease_expires_at USING ERRCODE = 'EM133';
@@ -278,6 +324,7 @@ BEGIN
         cache_write_1h_tokens = coalesce((p_outcome #>> '{usage,cache_creation_1h_input_tokens}')::bigint, 0),
         output_tokens = coalesce((p_outcome #>> '{usage,output_tokens}')::bigint, 0),
         latency_ms = coalesce((p_outcome ->> 'latency_ms')::bigint, 0),
+        prompt_sha256 = v_prompt,
         finished_at = greatest(v_now, r.started_at)
     WHERE id = p_run;
     RETURN jsonb_build_object('run_id', p_run, 'status', v_status) || v_counts;

@@ -72,6 +72,18 @@ def _server_users() -> set[str]:
     return {p.pw_name for p in pwd.getpwall() if p.pw_name.startswith(SERVER_USER_PREFIX)}
 
 
+def _checkout_gone(user: str) -> bool:
+    """A server user's comment is its checkout's root: only a user whose checkout no longer
+    exists is removed, never one a test run in another checkout has just created."""
+    import pwd
+
+    try:
+        root = pwd.getpwnam(user).pw_gecos
+    except KeyError:
+        return False
+    return bool(root) and not os.path.exists(root)
+
+
 _USERS_BEFORE: set[str] = set()
 
 
@@ -83,13 +95,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A run that passed every reliability scenario writes docs/reliability.md from its figures.
 
     As root, each temporary checkout's server ran as a system user of its own: those the run
-    created are removed (their servers were stopped with their checkouts), so test runs do not
-    pile up users. A user that still owns a process is left."""
+    created and whose checkouts are gone are removed, so test runs do not pile up users. A user
+    that still owns a process, or whose checkout still exists, is left."""
     import subprocess
 
     import reliability
 
     reliability.write_if_complete(session.testsfailed)
     if os.geteuid() == 0:
-        for user in sorted(_server_users() - _USERS_BEFORE):
+        for user in sorted(u for u in _server_users() - _USERS_BEFORE if _checkout_gone(u)):
             subprocess.run(["userdel", user], capture_output=True, check=False)

@@ -191,7 +191,9 @@ def _run_as(root: Path) -> str | None:
     return server_user(root) if os.geteuid() == 0 else None
 
 
-def _ensure_server_user(user: str) -> None:
+def _ensure_server_user(user: str, root: Path) -> None:
+    """The checkout's root is the user's comment, so a clean-up can tell a user whose checkout
+    is gone from one another checkout is still using."""
     try:
         pwd.getpwnam(user)
     except KeyError:
@@ -202,6 +204,8 @@ def _ensure_server_user(user: str) -> None:
                 "--no-create-home",
                 "--shell",
                 "/usr/sbin/nologin",
+                # passwd's fields are separated by ':', which a comment cannot hold
+                *(["--comment", str(root)] if ":" not in str(root) else []),
                 user,
             ],
             check=True,
@@ -453,7 +457,7 @@ class EmbeddedServer:
         lay = self.layout
         user = self.user
         if user:
-            _ensure_server_user(user)
+            _ensure_server_user(user, lay.root)
         uid, gid = _owner(user)
         if user:
             self._adopt_legacy(uid, gid)

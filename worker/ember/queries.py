@@ -289,11 +289,12 @@ STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_reque
 # One step of the steward's tool loop: the model's answer in, what to send next out.
 STEWARD_STEP: LiteralString = (
     "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
-    "p_rejections => %(rejections)s)"
+    "p_rejections => %(rejections)s, p_prompt_sha256 => %(prompt_sha256)s)"
 )
-# The steward's wake failed: the error and what was spent, under its lease.
+# The worker gives up on a run; the digest of the steward prompt it was sent with, if any.
 FAIL_STEWARD: LiteralString = (
-    "SELECT ember.fail_steward_run(%(run)s, %(lease_token)s, %(error)s, %(usage)s, %(latency_ms)s)"
+    "SELECT ember.fail_steward_run(%(run)s, %(token)s, %(error)s, "
+    "p_prompt_sha256 => %(prompt_sha256)s)"
 )
 # Keep the steward run's lease for another %(lease)s.
 EXTEND_STEWARD_LEASE: LiteralString = (

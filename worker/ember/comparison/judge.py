@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
 from ember import queries
+from ember.textversion import text_version
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
 from ember.worker.calls import CallError, create_message, describe_error, usage_of, without_nul
 
@@ -164,6 +165,8 @@ def judge_group(
         "started_at": started.isoformat(),
         "finished_at": datetime.now(UTC).isoformat(),
         "latency_ms": int((time.monotonic() - clock) * 1000),
+        # Of prompts/semantic_judge.md as this request carried it (it is read for every group).
+        "prompt_sha256": text_version(request["system"]),
     }
     # The error may quote the model's answer (a field name it invented), which may hold U+0000.
     row = conn.execute(

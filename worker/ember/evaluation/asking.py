@@ -21,6 +21,7 @@ from typing import Any
 import anthropic
 from pydantic import BaseModel, ValidationError
 
+from ember.textversion import text_version
 from ember.tokens import estimate_tokens
 from ember.tools import (
     EVAL_ANSWER_TOOL,
@@ -173,6 +174,7 @@ class Call:
     usage: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     message: Any = None
+    prompt_sha256: str | None = None  # the text_version of the request's system prompt
 
     def record(self, question_id: str, pipeline: str) -> dict[str, Any]:
         return {
@@ -187,6 +189,7 @@ class Call:
             "started_at": self.started_at.isoformat(),
             "finished_at": self.finished_at.isoformat(),
             "latency_ms": self.latency_ms,
+            "prompt_sha256": self.prompt_sha256,
         }
 
 
@@ -195,6 +198,7 @@ def call(client: anthropic.Anthropic, purpose: str, request: dict[str, Any]) -> 
     started = datetime.now(UTC)
     clock = time.monotonic()
     out = Call(purpose, str(request["model"]), started, started, 0)
+    out.prompt_sha256 = text_version(str(request["system"]))
     try:
         raw = client.messages.with_raw_response.create(**request)
         out.simulated = raw.headers.get(SIM_HEADER) is not None

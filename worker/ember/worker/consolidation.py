@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries
 from ember.sqlstates import CONSOLIDATION_RUN_LOST
+from ember.textversion import text_version
 from ember.tools import (
     CONSOLIDATION_TOOL,
     ToolInputError,
@@ -81,10 +82,10 @@ class ConsolidationPipeline(LeasedPipeline):
         model = str(job.plan["model"])
         started = time.monotonic()
         usage: dict[str, int] = {}
+        request = consolidation_request(model, str(job.plan["content"]))
+        digest = text_version(request["system"][0]["text"])
         try:
-            response = await create_message(
-                ctx.client, consolidation_request(model, str(job.plan["content"]))
-            )
+            response = await create_message(ctx.client, request)
             usage = usage_of(response)
             ctx.observe_call(
                 pipeline=self.name,
@@ -92,13 +93,13 @@ class ConsolidationPipeline(LeasedPipeline):
                 seconds=time.monotonic() - started,
                 usage=usage,
             )
-            outcome = self._outcome("completed", None, usage, started, actions_of(response))
+            outcome = self._outcome("completed", None, usage, started, actions_of(response), digest)
         except asyncio.CancelledError:
             raise
         except ToolInputError as exc:
-            outcome = self._outcome("failed", str(exc), usage, started, [])
+            outcome = self._outcome("failed", str(exc), usage, started, [], digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing changes
-            outcome = self._outcome("failed", describe_error(exc), usage, started, [])
+            outcome = self._outcome("failed", describe_error(exc), usage, started, [], digest)
         status = await self._submit(job, ctx, outcome)
         ctx.observe_run(pipeline=self.name, path="consolidation", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
@@ -110,6 +111,7 @@ class ConsolidationPipeline(LeasedPipeline):
         usage: dict[str, int],
         started: float,
         actions: list[dict[str, Any]],
+        prompt_sha256: str | None = None,
     ) -> dict[str, Any]:
         return {
             "status": status,
@@ -118,6 +120,8 @@ class ConsolidationPipeline(LeasedPipeline):
             "latency_ms": max(0, int((time.monotonic() - started) * 1000)),
             "finished_at": datetime.now(UTC).isoformat(),
             "actions": actions,
+            # The text_version of prompts/consolidation.md as the request carried it.
+            "prompt_sha256": prompt_sha256,
         }
 
     async def _submit(self, job: Job, ctx: Context, outcome: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.cachemark import last_message_marker
+from ember.textversion import text_version
 from ember.tools import (
     SHADOW_TOOL_NAME,
     ToolInputError,
@@ -81,6 +82,7 @@ class HotRequest:
     body: bytes
     old_messages: int  # how many messages the stored request held
     marker_added: bool
+    prompt_sha256: str | None = None  # the shadow question's text_version, as spliced in
 
 
 def build_hot_request(
@@ -161,7 +163,12 @@ def build_hot_request(
         edits.append((close, close, f',"diagnostics":{diagnostics}'))
 
     body = splice(request_text, edits)
-    return HotRequest(body.encode("utf-8"), len(parsed["messages"]), marker_added)
+    return HotRequest(
+        body.encode("utf-8"),
+        len(parsed["messages"]),
+        marker_added,
+        text_version(prompt("shadow_question")),
+    )
 
 
 @cache
@@ -214,6 +221,7 @@ def _outcome(
     started: float,
     proposals: list[Any],
     diagnostics: Any = None,
+    prompt_sha256: str | None = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
@@ -224,6 +232,8 @@ def _outcome(
         "proposals": proposals,
         # The response's cache diagnostics, as the API gave them (an object or null).
         "diagnostics": diagnostics if isinstance(diagnostics, dict) else None,
+        # The text_version of the prompt text the run's requests carried, None before any.
+        "prompt_sha256": prompt_sha256,
     }
 
 
@@ -258,6 +268,7 @@ class ShadowPipeline(LeasedPipeline):
         usage = empty_usage()
         proposals: list[Any] = []
         diagnostics: Any = None
+        digest: str | None = None
         outcome: dict[str, Any]
         try:
             if path == "hot":
@@ -267,17 +278,20 @@ class ShadowPipeline(LeasedPipeline):
                     plan.get("rows"),
                     last_turn_thinking=await self._last_turn(ctx, model),
                 )
+                digest = hot.prompt_sha256
                 response = await self._call(ctx, model, hot.body, usage)
                 usage = add_usage(usage, usage_of(response))
                 diagnostics = response.get("diagnostics")
                 proposals = proposals_from(response)
             else:
                 for page in plan.get("pages") or []:
-                    body = _compact(cold_request(model, page)).encode("utf-8")
+                    request = cold_request(model, page)
+                    digest = text_version(request["system"])
+                    body = _compact(request).encode("utf-8")
                     response = await self._call(ctx, model, body, usage)
                     usage = add_usage(usage, usage_of(response))
                     proposals.extend(proposals_from(response))
-            outcome = _outcome("completed", None, usage, started, proposals, diagnostics)
+            outcome = _outcome("completed", None, usage, started, proposals, diagnostics, digest)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -286,11 +300,11 @@ class ShadowPipeline(LeasedPipeline):
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            outcome = _outcome("failed", "interrupted-by-user", usage, started, [])
+            outcome = _outcome("failed", "interrupted-by-user", usage, started, [], None, digest)
         except (CallError, PlanError) as exc:
-            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics)
+            outcome = _outcome("failed", str(exc), usage, started, [], diagnostics, digest)
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
-            outcome = _outcome("failed", describe_error(exc), usage, started, [])
+            outcome = _outcome("failed", describe_error(exc), usage, started, [], None, digest)
         # The call is over: the submit is one short statement, and it runs to the end even if a
         # cancel or the shutdown arrives meanwhile (SQL turns a cancelled run's outcome into
         # 'cancelled' by itself); abandoning it halfway would leave the run to lapse instead.

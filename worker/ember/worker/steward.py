@@ -24,6 +24,7 @@ from psycopg.types.json import Jsonb
 
 from ember import queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
+from ember.textversion import text_version
 from ember.tools import steward_call_error, steward_tool_definitions
 from ember.worker.calls import create_message, describe_error, usage_of
 from ember.worker.leases import LeaseCalls, LeasedPipeline
@@ -139,15 +140,18 @@ class StewardPipeline(LeasedPipeline):
         max_rounds = int(plan.get("max_rounds") or 12)
         messages: list[dict[str, Any]] = [{"role": "user", "content": plan["content"]}]
         status = "running"
+        digest: str | None = None  # the text_version of the steward prompt as sent
         try:
             for _ in range(max_rounds):
                 started = time.monotonic()
-                response = await create_message(ctx.client, steward_request(model, messages))
+                request = steward_request(model, messages)
+                digest = text_version(request["system"][0]["text"])
+                response = await create_message(ctx.client, request)
                 latency = time.monotonic() - started
                 ctx.observe_call(
                     pipeline=self.name, model=model, seconds=latency, usage=usage_of(response)
                 )
-                result = await self._step(job, ctx, response, int(latency * 1000))
+                result = await self._step(job, ctx, response, int(latency * 1000), digest)
                 if result is None:
                     return  # no longer ours
                 status = str(result["status"])
@@ -155,7 +159,9 @@ class StewardPipeline(LeasedPipeline):
                     break
                 if not response.get("content"):
                     # An empty assistant turn cannot be sent back; nothing can follow it.
-                    status = await self._fail(job, ctx, "the model answered with no content")
+                    status = await self._fail(
+                        job, ctx, "the model answered with no content", digest
+                    )
                     break
                 messages.append({"role": "assistant", "content": response.get("content") or []})
                 results = [
@@ -167,7 +173,7 @@ class StewardPipeline(LeasedPipeline):
                 else:
                     messages.append({"role": "user", "content": str(result["reminder"])})
             if status == "running":
-                status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds")
+                status = await self._fail(job, ctx, f"round limit: {max_rounds} rounds", digest)
         except asyncio.CancelledError:
             if not ctx.cancelled(job.run_id):
                 raise  # shutdown: the loop releases the run
@@ -176,15 +182,20 @@ class StewardPipeline(LeasedPipeline):
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            status = await self._fail(job, ctx, SEALED)
+            status = await self._fail(job, ctx, SEALED, digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing digested
-            status = await self._fail(job, ctx, describe_error(exc))
+            status = await self._fail(job, ctx, describe_error(exc), digest)
         ctx.observe_run(pipeline=self.name, path="steward", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})
         await self.embed_pending(ctx)
 
     async def _step(
-        self, job: Job, ctx: Context, response: dict[str, Any], latency_ms: int
+        self,
+        job: Job,
+        ctx: Context,
+        response: dict[str, Any],
+        latency_ms: int,
+        prompt_sha256: str | None,
     ) -> dict[str, Any] | None:
         calls = tool_calls(response)
         refused = rejections(calls)
@@ -200,6 +211,7 @@ class StewardPipeline(LeasedPipeline):
                         "embeddings": Jsonb(embeddings),
                         "latency_ms": latency_ms,
                         "rejections": Jsonb(refused),
+                        "prompt_sha256": prompt_sha256,
                     },
                 )
             except psycopg.Error as exc:
@@ -210,17 +222,18 @@ class StewardPipeline(LeasedPipeline):
             row = await cur.fetchone()
         return dict(row[0]) if row else None
 
-    async def _fail(self, job: Job, ctx: Context, error: str) -> str:
+    async def _fail(
+        self, job: Job, ctx: Context, error: str, prompt_sha256: str | None = None
+    ) -> str:
         async with ctx.connection() as conn:
             try:
                 await conn.execute(
                     queries.FAIL_STEWARD,
                     {
                         "run": job.run_id,
-                        "lease_token": job.lease_token,
+                        "token": job.lease_token,
                         "error": error,
-                        "usage": None,
-                        "latency_ms": None,
+                        "prompt_sha256": prompt_sha256,
                     },
                 )
             except psycopg.Error as exc:
