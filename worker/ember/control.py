@@ -179,7 +179,7 @@ class Event(_Model):
 
 def identity_files(conn: Connection, thread: str) -> list[str]:
     """The identity documents a thread's turns use, in prompt order."""
-    row = conn.execute(queries.IDENTITY_FILES, (thread,)).fetchone()
+    row = conn.execute(queries.IDENTITY_FILES, {"thread": thread}).fetchone()
     return list(row[0]) if row is not None else []
 
 
@@ -198,8 +198,13 @@ def turn_identity(
     conn: Connection,
     thread: str,
     reads: Mapping[str, str | ReadFailure] | None = None,
+    *,
+    now: datetime | None = None,
 ) -> Identity:
-    """Identity and tools for the thread's next turn; `reads` is what the host read this turn."""
+    """Identity and tools for the thread's next turn; `reads` is what the host read this turn.
+
+    `now` is the host's time (None: the database's clock), as for every call below that takes it.
+    """
     payload = None
     if reads is not None:
         payload = Jsonb(
@@ -208,18 +213,23 @@ def turn_identity(
                 for name, value in reads.items()
             }
         )
-    row = conn.execute(queries.TURN_IDENTITY, (thread, payload)).fetchone()
+    row = conn.execute(
+        queries.TURN_IDENTITY, {"thread": thread, "reads": payload, "now": now}
+    ).fetchone()
     assert row is not None
     return Identity.model_validate(row[0])
 
 
-def identity_for_turn(conn: Connection, thread: str, root: Path) -> Identity:
+def identity_for_turn(
+    conn: Connection, thread: str, root: Path, *, now: datetime | None = None
+) -> Identity:
     """Read the thread's identity documents from `root` and record them: the usual host call."""
-    return turn_identity(conn, thread, read_identity_documents(root, identity_files(conn, thread)))
+    reads = read_identity_documents(root, identity_files(conn, thread))
+    return turn_identity(conn, thread, reads, now=now)
 
 
 def thread_tools(conn: Connection, thread: str) -> list[ThreadTool]:
-    rows = conn.execute(queries.THREAD_TOOLS, (thread,)).fetchall()
+    rows = conn.execute(queries.THREAD_TOOLS, {"thread": thread}).fetchall()
     return [ThreadTool(name=r[0], availability=r[1], file_tool=r[2]) for r in rows]
 
 
@@ -251,18 +261,38 @@ def register_tool(
     """Register a host tool (or change one): a file tool's `path` input shows up in inspect."""
     row = conn.execute(
         queries.REGISTER_TOOL,
-        (name, list(kinds), availability, description, file_tool, offered_isolated),
+        {
+            "name": name,
+            "kinds": list(kinds),
+            "availability": availability,
+            "description": description,
+            "file_tool": file_tool,
+            "offered_isolated": offered_isolated,
+        },
     ).fetchone()
     assert row is not None
     return str(row[0])
 
 
 def side_chat_message(
-    conn: Connection, tool_call_id: str, thread: str, intent: Intent, message: str
+    conn: Connection,
+    tool_call_id: str,
+    thread: str,
+    intent: Intent,
+    message: str,
+    *,
+    now: datetime | None = None,
 ) -> str:
     """Main's `side_chat_message` tool: returns the tool result; a replayed call id is a no-op."""
     row = conn.execute(
-        queries.SIDE_CHAT_MESSAGE, (tool_call_id, thread, intent, message)
+        queries.SIDE_CHAT_MESSAGE,
+        {
+            "tool_call_id": tool_call_id,
+            "thread": thread,
+            "intent": intent,
+            "message": message,
+            "now": now,
+        },
     ).fetchone()
     assert row is not None
     return str(row[0])
@@ -270,14 +300,24 @@ def side_chat_message(
 
 def side_chat_inspect(conn: Connection, thread: str) -> Scene:
     """Main's `side_chat_inspect` tool: the scene (serialize it with `model_dump_json`)."""
-    row = conn.execute(queries.SIDE_CHAT_INSPECT, (thread,)).fetchone()
+    row = conn.execute(queries.SIDE_CHAT_INSPECT, {"thread": thread}).fetchone()
     assert row is not None
     return Scene.model_validate(row[0])
 
 
-def report_progress(conn: Connection, tool_call_id: str, thread: str, report: str) -> str:
+def report_progress(
+    conn: Connection,
+    tool_call_id: str,
+    thread: str,
+    report: str,
+    *,
+    now: datetime | None = None,
+) -> str:
     """A side chat's `report_progress` tool: queued for main's turn boundary; the tool result."""
-    row = conn.execute(queries.REPORT_PROGRESS, (tool_call_id, thread, report)).fetchone()
+    row = conn.execute(
+        queries.REPORT_PROGRESS,
+        {"tool_call_id": tool_call_id, "thread": thread, "report": report, "now": now},
+    ).fetchone()
     assert row is not None
     return str(row[0])
 
@@ -291,18 +331,31 @@ def queue_event(
     from_thread: str | None = None,
 ) -> int:
     """Queue an event the host observed (a background shell's exit, a task's result)."""
-    row = conn.execute(queries.QUEUE_EVENT, (thread, source, kind, content, from_thread)).fetchone()
+    row = conn.execute(
+        queries.QUEUE_EVENT,
+        {
+            "thread": thread,
+            "source": source,
+            "kind": kind,
+            "content": content,
+            "from_thread": from_thread,
+        },
+    ).fetchone()
     assert row is not None
     return int(row[0])
 
 
-def deliverable_events(conn: Connection, thread: str, *, at_safe_point: bool) -> list[Event]:
+def deliverable_events(
+    conn: Connection, thread: str, *, at_safe_point: bool, now: datetime | None = None
+) -> list[Event]:
     """What may enter the thread's context now, oldest first; each event is handed over once.
 
     At a safe point inside a running turn only background-shell exits and main's messages;
     at a turn boundary (`at_safe_point=False`) everything queued.
     """
-    rows = conn.execute(queries.DELIVERABLE_EVENTS, (thread, at_safe_point)).fetchall()
+    rows = conn.execute(
+        queries.DELIVERABLE_EVENTS, {"thread": thread, "at_safe_point": at_safe_point, "now": now}
+    ).fetchall()
     return [
         Event(
             event_id=r[0],

@@ -150,4 +150,4 @@ def drop_database(base_url: str, name: str) -> None:
 
 def database_exists(base_url: str, name: str) -> bool:
     with psycopg.connect(with_database(base_url, "postgres"), autocommit=True) as conn:
-        return conn.execute(queries.DATABASE_EXISTS, (name,)).fetchone() is not None
+        return conn.execute(queries.DATABASE_EXISTS, {"name": name}).fetchone() is not None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -299,12 +299,25 @@ class SetupStep:
 
 
 class Host:
-    """The host API on one psycopg connection; each call is one statement of the SQL API."""
+    """The host API on one psycopg connection; each call is one statement of the SQL API.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    `clock`, when given, is a callable returning the time (a timezone-aware datetime): every call
+    whose SQL function takes the time (`p_now`) is made at that time, as a host that simulates
+    time (a replay, the demo) does. Without one, each call takes the database's own clock, as
+    the functions do by default.
+    """
+
+    def __init__(
+        self, conn: psycopg.Connection[Any], *, clock: Callable[[], datetime] | None = None
+    ) -> None:
         self.conn = conn
+        self.clock = clock
 
-    def _one(self, query: Any, params: Sequence[Any]) -> Any:
+    def _now(self) -> datetime | None:
+        """The time of the call about to be made: the clock's, or None for the database's."""
+        return None if self.clock is None else self.clock()
+
+    def _one(self, query: Any, params: Mapping[str, Any]) -> Any:
         row = self.conn.execute(query, params).fetchone()
         return row[0] if row else None
 
@@ -327,15 +340,36 @@ class Host:
             dict(categories) if isinstance(categories, Mapping) else dict.fromkeys(categories)
         )
         rows = self.conn.execute(
-            queries.HOST_SETUP, (json.dumps(wanted), main, main_model, activate_shadow)
+            queries.HOST_SETUP,
+            {
+                "categories": json.dumps(wanted),
+                "main": main,
+                "main_model": main_model,
+                "activate_shadow": activate_shadow,
+                "now": self._now(),
+            },
         ).fetchall()
         return [SetupStep(str(step), bool(changed), str(detail)) for step, changed, detail in rows]
+
+    def define_category(self, name: str, description: str | None = None) -> str:
+        """One content category (one step of `setup`); a NULL description keeps the old one."""
+        return str(
+            self._one(queries.HOST_DEFINE_CATEGORY, {"name": name, "description": description})
+        )
+
+    def ensure_steward_thread(self) -> str:
+        """The steward's hidden thread, once main exists (one step of `setup`)."""
+        return str(self._one(queries.HOST_ENSURE_STEWARD, {"now": self._now()}))
+
+    def activate_shadow(self) -> Any:
+        """Shadow memory on, from this moment (one step of `setup`); what activation did."""
+        return self._one(queries.HOST_ACTIVATE_SHADOW, {"now": self._now()})
 
     def call_model(self, thread_id: str) -> str | None:
         """The model the thread's next call may go to: its pin, refused (EM022, category_model)
         when the thread carries labels the pin is not tagged for. None: unpinned and
         unlabelled, the host's own choice."""
-        answer = self._one(queries.HOST_CALL_MODEL, (thread_id,))
+        answer = self._one(queries.HOST_CALL_MODEL, {"thread": thread_id})
         model = (answer or {}).get("model")
         return None if model is None else str(model)
 
@@ -351,12 +385,23 @@ class Host:
     ) -> str:
         return str(
             self._one(
-                queries.HOST_CREATE_THREAD, (thread_id, kind, title, category, seal_tier, model)
+                queries.HOST_CREATE_THREAD,
+                {
+                    "thread": thread_id,
+                    "kind": kind,
+                    "title": title,
+                    "category": category,
+                    "seal_tier": seal_tier,
+                    "model": model,
+                    "now": self._now(),
+                },
             )
         )
 
     def start_generation(self, thread_id: str) -> str:
-        return str(self._one(queries.HOST_START_GENERATION, (thread_id,)))
+        return str(
+            self._one(queries.HOST_START_GENERATION, {"thread": thread_id, "now": self._now()})
+        )
 
     def append_message(
         self,
@@ -366,26 +411,31 @@ class Host:
         *,
         author: str | None = None,
         blocks: Any = None,
+        blocks_json: str | None = None,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
         tool_status: str | None = None,
         from_thread: str | None = None,
     ) -> int:
-        raw_blocks = None if blocks is None else json.dumps(blocks, ensure_ascii=False)
+        """One message; `blocks` is dumped as JSON, `blocks_json` (instead) is stored as given."""
+        raw_blocks = blocks_json
+        if raw_blocks is None and blocks is not None:
+            raw_blocks = json.dumps(blocks, ensure_ascii=False)
         return int(
             self._one(
                 queries.HOST_APPEND_MESSAGE,
-                (
-                    thread_id,
-                    role,
-                    content,
-                    author,
-                    raw_blocks,
-                    tool_call_id,
-                    tool_name,
-                    tool_status,
-                    from_thread,
-                ),
+                {
+                    "thread": thread_id,
+                    "role": role,
+                    "content": content,
+                    "author": author,
+                    "blocks": raw_blocks,
+                    "tool_call_id": tool_call_id,
+                    "tool_name": tool_name,
+                    "tool_status": tool_status,
+                    "from_thread": from_thread,
+                    "now": self._now(),
+                },
             )
         )
 
@@ -393,34 +443,47 @@ class Host:
         return bool(
             self._one(
                 queries.HOST_NOTE_PREFIX,
-                (thread_id, captured.request, captured.response, captured.started_at),
+                {
+                    "thread": thread_id,
+                    "request": captured.request,
+                    "response": captured.response,
+                    "started_at": captured.started_at,
+                    "now": self._now(),
+                },
             )
         )
 
     def turn_started(self, thread_id: str) -> None:
-        self._one(queries.HOST_TURN_STARTED, (thread_id,))
+        self._one(queries.HOST_TURN_STARTED, {"thread": thread_id, "now": self._now()})
 
     def turn_ended(self, thread_id: str, ok: bool = True) -> str:
-        return str(self._one(queries.HOST_TURN_ENDED, (thread_id, ok)))
+        return str(
+            self._one(queries.HOST_TURN_ENDED, {"thread": thread_id, "ok": ok, "now": self._now()})
+        )
 
     def waiting_for_user(self, thread_id: str) -> str:
-        return str(self._one(queries.HOST_WAITING_FOR_USER, (thread_id,)))
+        return str(
+            self._one(queries.HOST_WAITING_FOR_USER, {"thread": thread_id, "now": self._now()})
+        )
 
     def task_ended(self, thread_id: str) -> str:
-        return str(self._one(queries.HOST_TASK_ENDED, (thread_id,)))
+        return str(self._one(queries.HOST_TASK_ENDED, {"thread": thread_id, "now": self._now()}))
 
     def set_thread_status(self, thread_id: str, status: str) -> None:
-        self._one(queries.HOST_SET_THREAD_STATUS, (thread_id, status))
+        self._one(
+            queries.HOST_SET_THREAD_STATUS,
+            {"thread": thread_id, "status": status, "now": self._now()},
+        )
 
     def seal_thread(self, thread_id: str) -> bool:
         """Isolate a side or task thread from now on; False when it already was."""
-        return bool(self._one(queries.HOST_SEAL_THREAD, (thread_id,)))
+        return bool(self._one(queries.HOST_SEAL_THREAD, {"thread": thread_id}))
 
     # --- main's control plane (the typed functions live in ember.control) ---
 
     def identity_for_turn(self, thread_id: str, root: Path) -> control.Identity:
         """Read the thread's identity documents under `root` and record them for its next turn."""
-        return control.identity_for_turn(self.conn, thread_id, root)
+        return control.identity_for_turn(self.conn, thread_id, root, now=self._now())
 
     def thread_tools(self, thread_id: str) -> list[control.ThreadTool]:
         return control.thread_tools(self.conn, thread_id)
@@ -428,16 +491,20 @@ class Host:
     def side_chat_message(
         self, tool_call_id: str, thread_id: str, intent: control.Intent, message: str
     ) -> str:
-        return control.side_chat_message(self.conn, tool_call_id, thread_id, intent, message)
+        return control.side_chat_message(
+            self.conn, tool_call_id, thread_id, intent, message, now=self._now()
+        )
 
     def side_chat_inspect(self, thread_id: str) -> control.Scene:
         return control.side_chat_inspect(self.conn, thread_id)
 
     def report_progress(self, tool_call_id: str, thread_id: str, report: str) -> str:
-        return control.report_progress(self.conn, tool_call_id, thread_id, report)
+        return control.report_progress(self.conn, tool_call_id, thread_id, report, now=self._now())
 
     def deliverable_events(self, thread_id: str, *, at_safe_point: bool) -> list[control.Event]:
-        return control.deliverable_events(self.conn, thread_id, at_safe_point=at_safe_point)
+        return control.deliverable_events(
+            self.conn, thread_id, at_safe_point=at_safe_point, now=self._now()
+        )
 
     def progress_board(self) -> list[control.BoardRow]:
         return control.progress_board(self.conn)

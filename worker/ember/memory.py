@@ -219,7 +219,7 @@ class Memory:
     def check_viewer(self) -> None:
         """Refuse an unknown viewer at start-up, not at the first call (EM029)."""
         try:
-            self.conn.execute(queries.MEMORY_CHECK_VIEWER, (self.viewer,))
+            self.conn.execute(queries.MEMORY_CHECK_VIEWER, {"viewer": self.viewer})
         except psycopg.Error as exc:
             refused = _refusal(exc)
             raise (refused or exc) from exc
@@ -229,24 +229,30 @@ class Memory:
 
     def search(self, query: str, limit: int = 10) -> list[Found]:
         vector = self._embed(query) if self._embed is not None else None
-        rows = self._rows(queries.MEMORY_SEARCH, (self.viewer, query, vector, limit))
+        rows = self._rows(
+            queries.MEMORY_SEARCH,
+            {"viewer": self.viewer, "query": query, "embedding": vector, "limit": limit},
+        )
         return [Found(int(r[0]), str(r[1]), str(r[2]), list(r[3]), r[4]) for r in rows]
 
     def recent(self, limit: int = 10) -> list[Found]:
-        rows = self._rows(queries.MEMORY_RECENT, (self.viewer, limit))
+        rows = self._rows(queries.MEMORY_RECENT, {"viewer": self.viewer, "limit": limit})
         return [Found(int(r[0]), str(r[1]), str(r[2]), list(r[3]), r[4]) for r in rows]
 
     def explain(self, fact_id: int) -> dict[str, Any]:
-        rows = self._rows(queries.MEMORY_EXPLAIN, (self.viewer, fact_id))
+        rows = self._rows(queries.MEMORY_EXPLAIN, {"viewer": self.viewer, "fact": fact_id})
         return dict(rows[0][0])
 
     def forget(self, fact_id: int, reason: str) -> dict[str, Any]:
         if not self.allow_forget:
             raise ToolInputError("forget is not enabled on this server")
-        rows = self._rows(queries.MEMORY_FORGET, (self.viewer, fact_id, reason))
+        rows = self._rows(
+            queries.MEMORY_FORGET,
+            {"viewer": self.viewer, "fact": fact_id, "reason": reason},
+        )
         return dict(rows[0][0])
 
-    def _rows(self, sql: Any, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    def _rows(self, sql: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         try:
             return self.conn.execute(sql, params).fetchall()
         except psycopg.Error as exc:

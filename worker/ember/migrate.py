@@ -120,7 +120,7 @@ def migrate(url: str, root: Path) -> MigrateResult:
                         conn.execute(path.read_text())
                     except psycopg.Error as exc:
                         raise MigrationError(f"{path.relative_to(root)}: {exc}") from exc
-                    conn.execute(queries.RECORD_MIGRATION, (path.name, digest))
+                    conn.execute(queries.RECORD_MIGRATION, {"name": path.name, "sha256": digest})
                 result.applied.append(path.name)
             with conn.transaction():
                 for path in functions:
@@ -129,7 +129,7 @@ def migrate(url: str, root: Path) -> MigrateResult:
                     except psycopg.Error as exc:
                         raise MigrationError(f"{path.relative_to(root)}: {exc}") from exc
                     result.functions.append(path.name)
-                conn.execute(queries.RECORD_FUNCTIONS, (functions_digest(root),))
+                conn.execute(queries.RECORD_FUNCTIONS, {"sha256": functions_digest(root)})
         finally:
             conn.execute(queries.MIGRATE_UNLOCK)
     return result

@@ -134,7 +134,7 @@ def import_file(
     with path.open(encoding="utf-8", newline="\n") as handle, conn.transaction():
         lines = _lines(handle)
         check_header(next(lines, None))
-        known = conn.execute(queries.IMPORT_KNOWN, (digest,)).fetchone()
+        known = conn.execute(queries.IMPORT_KNOWN, {"digest": digest}).fetchone()
         if known is not None and known[0] is not None:
             return _result(known[0])
         conn.execute(queries.IMPORT_STAGE)
@@ -151,7 +151,9 @@ def import_file(
                     if number % 5000 == 0:
                         bar.update(task, completed=done)
             bar.update(task, completed=size, description="checking and writing")
-            row = cur.execute(queries.IMPORT_APPLY, (partial, digest)).fetchone()
+            row = cur.execute(
+                queries.IMPORT_APPLY, {"partial": partial, "digest": digest}
+            ).fetchone()
         assert row is not None
         result = _result(row[0])
         if not result.written:

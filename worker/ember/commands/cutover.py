@@ -108,11 +108,19 @@ def run(args: argparse.Namespace) -> int:
     by = args.by or getpass.getuser()
     with connect() as conn:
         if args.dry_run:
-            row = conn.execute(queries.CUTOVER_PLAN, (scope, value, args.rollback)).fetchone()
+            row = conn.execute(
+                queries.CUTOVER_PLAN,
+                {"scope": scope, "value": value, "rollback": args.rollback},
+            ).fetchone()
         elif args.rollback:
-            row = conn.execute(queries.CUTOVER_ROLLBACK, (scope, value, by)).fetchone()
+            row = conn.execute(
+                queries.CUTOVER_ROLLBACK, {"scope": scope, "value": value, "by": by}
+            ).fetchone()
         else:
-            row = conn.execute(queries.CUT_OVER, (scope, value, by, args.note)).fetchone()
+            row = conn.execute(
+                queries.CUT_OVER,
+                {"scope": scope, "value": value, "by": by, "note": args.note},
+            ).fetchone()
     result: dict[str, Any] = row[0] if row else {}
     if args.json:
         print(json.dumps({**result, "dry_run": bool(args.dry_run)}, indent=2, default=str))

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                     EXIT_REFUSED,
                     "this role may not read the comparison's explain (grant it ember_analyst)",
                 )
-            row = conn.execute(statement, (args.id,)).fetchone()
+            row = conn.execute(statement, {"id": args.id}).fetchone()
     except psycopg.Error as exc:
         # No such fact or proposal (EM095), or one of an isolated thread (EM074): the message
         # names the id, never the thread.

@@ -83,9 +83,10 @@ def run(args: argparse.Namespace) -> int:
     from ember.commands._db import connect
 
     if args.thread is not None:
-        query, params = queries.FORGET_THREAD, (args.thread, args.reason)
+        query, params = queries.FORGET_THREAD, {"thread": args.thread, "reason": args.reason}
     else:
-        query, params = queries.FORGET_MESSAGES, (_ids(args.messages), args.reason)
+        ids = _ids(args.messages)
+        query, params = queries.FORGET_MESSAGES, {"ids": ids, "reason": args.reason}
     result: dict[str, Any] = {}
     with connect(autocommit=False) as conn:
         try:

@@ -55,12 +55,18 @@ def run(args: argparse.Namespace) -> int:
     with connect() as conn, conn.transaction():
         rows = conn.execute(
             queries.HOST_SETUP,
-            (json.dumps(categories), args.main, args.main_model, not args.no_shadow),
+            {
+                "categories": json.dumps(categories),
+                "main": args.main,
+                "main_model": args.main_model,
+                "activate_shadow": not args.no_shadow,
+                "now": None,
+            },
         ).fetchall()
         for _step, changed, detail in rows:
             print(f"{'done' if changed else 'ok  '}  {detail}")
         for model, category in tags:
-            row = conn.execute(queries.TAG_MODEL, (model, category)).fetchone()
+            row = conn.execute(queries.TAG_MODEL, {"model": model, "category": category}).fetchone()
             added = bool(row and row[0])
             print(
                 f"{'done' if added else 'ok  '}  model {model} "

@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
         vector = "[" + ",".join(repr(x) for x in load_embedder().embed([args.query])[0]) + "]"
     with connect() as conn:
-        cur = conn.execute(queries.SEARCH_MEMORY, (args.viewer, args.query, vector, args.limit))
+        cur = conn.execute(
+            queries.SEARCH_MEMORY,
+            {"viewer": args.viewer, "query": args.query, "embedding": vector, "limit": args.limit},
+        )
         names = [c.name for c in cur.description or []]
         facts: list[dict[str, Any]] = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     if args.json:

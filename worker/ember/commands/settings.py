@@ -35,7 +35,9 @@ def run(args: argparse.Namespace) -> int:
 
     with connect() as conn:
         if args.key is not None and args.value is not None:
-            row = conn.execute(queries.SET_SETTING, (args.key, args.value)).fetchone()
+            row = conn.execute(
+                queries.SET_SETTING, {"key": args.key, "value": args.value}
+            ).fetchone()
             change: dict[str, Any] = row[0] if row else {}
             print(
                 f"{change['key']}: {_shown(change['previous'])} -> {_shown(change['value'])}"

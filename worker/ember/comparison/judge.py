@@ -89,7 +89,7 @@ def load_groups(
             content=content,
         )
         for categories, model, skipped, proposals, facts, content in conn.execute(
-            queries.SEMANTIC_GROUPS, (since, until, SHORTLIST_K)
+            queries.SEMANTIC_GROUPS, {"since": since, "until": until, "k": SHORTLIST_K}
         )
     ]
 
@@ -169,7 +169,9 @@ def judge_group(
         "prompt_sha256": text_version(request["system"]),
     }
     # The error may quote the model's answer (a field name it invented), which may hold U+0000.
-    row = conn.execute(queries.SUBMIT_JUDGE_RUN, (Jsonb(without_nul(outcome)),)).fetchone()
+    row = conn.execute(
+        queries.SUBMIT_JUDGE_RUN, {"outcome": Jsonb(without_nul(outcome))}
+    ).fetchone()
     stored: dict[str, Any] = row[0] if row else {}
     return GroupResult(
         group=group,

@@ -272,7 +272,7 @@ def collect(
     *,
     rows_per_section: int = DEFAULT_ROWS,
 ) -> Report:
-    window = (since, until)
+    window = {"since": since, "until": until}
     summary = conn.execute(queries.COMPARISON_SUMMARY, window).fetchone() or {}
     report = Report(
         since=since,
@@ -329,7 +329,13 @@ def _attach_evidence(conn: psycopg.Connection[Row], report: Report) -> None:
     evidence: dict[tuple[str, int], list[Row]] = {}
     if facts or proposals:
         for p in conn.execute(
-            queries.COMPARISON_ITEM_EVIDENCE, (report.since, report.until, facts, proposals)
+            queries.COMPARISON_ITEM_EVIDENCE,
+            {
+                "since": report.since,
+                "until": report.until,
+                "fact_ids": facts,
+                "proposal_ids": proposals,
+            },
         ):
             evidence.setdefault((p["item"], p["item_id"]), []).append(p)
     for key, section in report.sections.items():

@@ -5,16 +5,18 @@ with their times. `plot.json` beside it says what the file cannot: the moment th
 "now", the host's system prompt, the category and its models, and which thread the user
 interrupts. Rows after "now" are what happens while the demo watches.
 
-`Runtime` does what an agent runtime does with each row: a human message is appended; an
+`Runtime` is an `ember.host.Host` whose clock is the demo's, and does what an agent runtime does
+with each row: a human message is appended; an
 assistant message is a real model call to the simulator (the answer is the corpus's own blocks),
 captured byte for byte by `ember.host.PrefixCapture` and recorded with `note_prefix`; tool
 results go back into the next request; `report_progress` calls go through the control plane;
-a turn that ends with text waits for the user, a task that ends says so. Every call takes the
-injected clock's time, so a morning of conversations is written in seconds.
+a turn that ends with text waits for the user, a task that ends says so. Every host call takes
+the injected clock's time, so a morning of conversations is written in seconds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ import anthropic
 import psycopg
 
 from ember import queries
-from ember.host import PrefixCapture, turn_tools
+from ember.host import Host, PrefixCapture, turn_tools
 from ember.sim import Scripted
 
 HOST_RESPONDER = "demo-host"  # the simulator's named responder for the host's own turns
@@ -259,7 +261,7 @@ class HostCall:
     input_total: int  # every input token of the request: uncached, read and written
 
 
-class Runtime:
+class Runtime(Host):
     """Plays corpus rows through the host API, one row at a time, on the injected clock."""
 
     def __init__(
@@ -271,9 +273,9 @@ class Runtime:
         host_script: Scripted,
         say: Callable[[str], None],
     ) -> None:
-        self.conn = conn
+        super().__init__(conn, clock=clock)
         self.corpus = corpus
-        self.clock = clock
+        self.demo_clock = clock
         self.host_script = host_script
         self.say = say
         self.capture = PrefixCapture()
@@ -313,30 +315,30 @@ class Runtime:
         for when, kind, record in self.events(until, after):
             self.tick_until(when)
             if after is None:
-                self.clock.pin(when)
+                self.demo_clock.pin(when)
             self.apply(kind, record)
             played += 1
         return played
 
     def apply(self, kind: str, record: dict[str, Any]) -> None:
         if kind == "thread":
-            self.create_thread(record)
+            self.thread_row(record)
         elif kind == "generation":
-            self.start_generation(record)
+            self.generation_row(record)
         else:
             self.message(record)
 
     def tick_until(self, corpus_time: datetime) -> None:
         """Idle time passes: tick as the worker would have, every tick_every of corpus time."""
-        if self.clock.pinned is None:
+        if self.demo_clock.pinned is None:
             return
         if self.last_tick is None:
             self.last_tick = corpus_time
             return
         while corpus_time - self.last_tick >= self.corpus.tick_every:
             self.last_tick += self.corpus.tick_every
-            now = self.clock.pin(self.last_tick)
-            row = self.conn.execute(queries.DEMO_TICK_AT, (now,)).fetchone()
+            self.demo_clock.pin(self.last_tick)
+            row = self.conn.execute(queries.TICK_AT, {"now": self._now()}).fetchone()
             done: dict[str, Any] = (row[0] if row else None) or {}
             at = f"{self.last_tick:%H:%M} tick:"
             if done.get("prefixes_dropped"):
@@ -346,18 +348,22 @@ class Runtime:
                 names = ", ".join(sorted(done["signalled"]))
                 self.say(f"{at} idle threads offered to shadow: {names}")
 
-    # --- host API calls ---
+    # --- host API calls, each at the injected clock's time (Host's clock) ---
 
     def now(self) -> datetime:
-        return self.clock()
+        return self.demo_clock()
 
     def corpus_time(self) -> datetime:
-        return self.clock() - self.clock.offset
+        return self.demo_clock() - self.demo_clock.offset
 
-    def create_thread(self, t: dict[str, Any]) -> None:
-        self.conn.execute(
-            queries.DEMO_CREATE_THREAD,
-            (t["id"], t["kind"], t["title"], t["category"], t["seal_tier"], t["model"], self.now()),
+    def thread_row(self, t: dict[str, Any]) -> None:
+        self.create_thread(
+            t["id"],
+            t["kind"],
+            title=t["title"],
+            category=t["category"],
+            seal_tier=t["seal_tier"],
+            model=t["model"],
         )
         has_thinking = any(
             '"thinking"' in (m.get("blocks") or "")
@@ -368,10 +374,10 @@ class Runtime:
             model=t["model"], thinking=has_thinking, isolated=t["seal_tier"] == "isolated"
         )
         if t["kind"] == "main":
-            self.conn.execute(queries.DEMO_ENSURE_STEWARD, (self.now(),))
+            self.ensure_steward_thread()
 
-    def start_generation(self, g: dict[str, Any]) -> None:
-        self.conn.execute(queries.DEMO_START_GENERATION, (g["thread"], self.now()))
+    def generation_row(self, g: dict[str, Any]) -> None:
+        self.start_generation(g["thread"])
         state = self.state[g["thread"]]
         state.messages, state.pending = [], []
         self.say(
@@ -379,23 +385,19 @@ class Runtime:
         )
 
     def append(self, m: dict[str, Any], content: str | None = None, blocks: Any = None) -> int:
-        row = self.conn.execute(
-            queries.DEMO_APPEND_MESSAGE,
-            (
-                m["thread"],
-                m["role"],
-                m["content"] if content is None else content,
-                m["author"],
-                m["blocks"] if blocks is None else json.dumps(blocks, ensure_ascii=False),
-                m["tool_call_id"],
-                m["tool_name"],
-                m["tool_status"],
-                m["from_thread"],
-                self.now(),
-            ),
-        ).fetchone()
-        assert row is not None
-        return int(row[0])
+        """The corpus row as a message; its blocks are stored as the corpus wrote them."""
+        return self.append_message(
+            m["thread"],
+            m["role"],
+            m["content"] if content is None else content,
+            author=m["author"],
+            blocks=blocks,
+            blocks_json=m["blocks"] if blocks is None else None,
+            tool_call_id=m["tool_call_id"],
+            tool_name=m["tool_name"],
+            tool_status=m["tool_status"],
+            from_thread=m["from_thread"],
+        )
 
     def message(self, m: dict[str, Any]) -> None:
         thread, role = m["thread"], m["role"]
@@ -432,7 +434,7 @@ class Runtime:
         thread = m["thread"]
         state = self.state[thread]
         if not state.in_turn:
-            self.conn.execute(queries.DEMO_TURN_STARTED, (thread, self.now()))
+            self.turn_started(thread)
             state.in_turn = True
         if thread == "main":
             self.deliver_events(state)
@@ -448,15 +450,12 @@ class Runtime:
             self.append(m)
             state.messages.append({"role": "assistant", "content": blocks})
         else:
-            self.call_model(thread, state, m, blocks, calls)
+            self.model_call(thread, state, m, blocks, calls)
         for call in calls:
             if call["name"] == "report_progress":
-                row = self.conn.execute(
-                    queries.DEMO_REPORT_PROGRESS,
-                    (call["id"], thread, call["input"]["report"], self.now()),
-                ).fetchone()
-                assert row is not None
-                self.tool_results[call["id"]] = str(row[0])
+                self.tool_results[call["id"]] = self.report_progress(
+                    call["id"], thread, call["input"]["report"]
+                )
         if not calls:
             task_done = self.corpus.thread(thread)["status"] == "ended" and not any(
                 later["thread"] == thread and later["created_at"] > m["created_at"]
@@ -464,7 +463,7 @@ class Runtime:
             )
             self.end_turn(thread, waiting=not task_done, task_done=task_done)
 
-    def call_model(
+    def model_call(
         self,
         thread: str,
         state: ThreadState,
@@ -472,7 +471,10 @@ class Runtime:
         blocks: list[dict[str, Any]],
         calls: list[dict[str, Any]],
     ) -> None:
-        """The real call: exact bytes captured, the answer stored raw, the prefix noted."""
+        """The real call: exact bytes captured, the answer stored raw, the prefix noted.
+
+        The request started at the injected clock's time, not the wall clock's the capture
+        recorded: the prompt cache's lifetime runs on the demo's clock."""
         self.host_script.push(
             {"content": blocks, "stop_reason": "tool_use" if calls else "end_turn"}
         )
@@ -486,10 +488,7 @@ class Runtime:
         raw_blocks = json.loads(captured.response)["content"]
         self.append(m, blocks=raw_blocks)
         state.messages.append({"role": "assistant", "content": raw_blocks})
-        self.conn.execute(
-            queries.DEMO_NOTE_PREFIX,
-            (thread, captured.request, captured.response, started, self.now()),
-        )
+        self.note_prefix(thread, dataclasses.replace(captured, started_at=started))
 
     def request(self, state: ThreadState) -> dict[str, Any]:
         messages = json.loads(json.dumps(state.messages))
@@ -515,16 +514,16 @@ class Runtime:
 
     def deliver_events(self, state: ThreadState) -> None:
         """Main's turn boundary: queued progress reports enter main's context."""
-        rows = self.conn.execute(queries.DEMO_MAIN_EVENTS, (self.now(),)).fetchall()
-        state.pending[:0] = [{"type": "text", "text": str(content)} for (content,) in rows]
+        events = self.deliverable_events("main", at_safe_point=False)
+        state.pending[:0] = [{"type": "text", "text": str(e.content)} for e in events]
 
     def end_turn(self, thread: str, *, waiting: bool, task_done: bool = False) -> None:
         state = self.state[thread]
         if state.in_turn:
-            self.conn.execute(queries.DEMO_TURN_ENDED, (thread, self.now()))
+            self.turn_ended(thread)
             state.in_turn = False
         if task_done:
-            self.conn.execute(queries.DEMO_TASK_ENDED, (thread, self.now()))
-            self.conn.execute(queries.DEMO_THREAD_ENDED, (thread, self.now()))
+            self.task_ended(thread)
+            self.set_thread_status(thread, "ended")
         elif waiting:
-            self.conn.execute(queries.DEMO_WAITING_FOR_USER, (thread, self.now()))
+            self.waiting_for_user(thread)

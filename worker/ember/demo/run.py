@@ -6,7 +6,8 @@
    seconds, each assistant row a real model call captured for the hot path;
 4. `ember worker` (shadow and steward) as a sidecar process; the user interrupts a running shadow
    turn; a light model is tagged for the health category; the worker runs until no work is left;
-5. `ember compare --semantic`, the summary tables, and the HTML report, whose path is printed last.
+5. the semantic judge, the summary tables, and the HTML report (what `ember compare` runs, called
+   directly), whose path is printed last.
 """
 
 from __future__ import annotations
@@ -239,13 +240,38 @@ def environment(env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def ember_cli(argv: list[str]) -> None:
-    """`ember ARGV`, in-process (the demo already holds every import it needs)."""
-    from ember.cli import main
+def judge(url: str) -> None:
+    """`ember compare --semantic`: the judge pairs what both sides said (in the demo's
+    environment, whose model access points at the simulator when offline)."""
+    from ember.comparison.judge import run_semantic
+    from ember.modelaccess import model_access
+    from ember.worker.calls import make_client
 
-    code = main(argv)
-    if code:
-        raise RuntimeError(f"ember {' '.join(argv)} exited with {code}")
+    with psycopg.connect(url, autocommit=True) as conn:
+        results = run_semantic(
+            conn, None, None, dry_run=False, client_factory=lambda: make_client(model_access())
+        )
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise RuntimeError(f"the semantic judge failed on {len(failed)} of {len(results)} groups")
+
+
+def tables_and_page(url: str, html_path: Path) -> None:
+    """`ember compare` and `ember compare --html`: the tables on standard output, the page in
+    `html_path` (with the latest `ember eval` run's section, if the database holds one)."""
+    from ember.commands.base import output
+    from ember.comparison import html
+    from ember.comparison.report import collect, print_tables, read_only
+    from ember.evaluation import html as eval_html
+    from ember.evaluation.report import collect as collect_eval
+    from ember.tables import console_for
+
+    with read_only(url) as conn:
+        whole = collect(conn, None, None)
+        evaluation = collect_eval(conn)
+    print_tables(whole, console_for(sys.stdout))
+    with output(str(html_path)) as out:
+        out.write(html.render(whole, [eval_html.section(evaluation)] if evaluation else []))
 
 
 def ember_command() -> list[str]:
@@ -266,9 +292,21 @@ class Pending:
 
 
 def pending(conn: psycopg.Connection[Any]) -> Pending:
-    row = conn.execute(queries.DEMO_PENDING).fetchone()
-    assert row is not None
-    return Pending(*(int(v) for v in row))
+    """No work left, by ember.work_status() (`ember status`'s rows): nothing running or with a
+    lapsed lease, nothing ready (a thread waiting for a tagged model is not ready), no generation
+    the steward may read, no thread tick has not offered yet."""
+    counts = Pending(0, 0, 0, 0)
+    for pipeline, state, reason, items, *_ in conn.execute(queries.WORK_STATUS):
+        n = int(items or 0)
+        if state == "running" or reason == "lease-expired":
+            counts.running += n
+        if pipeline == "shadow" and state == "ready":
+            counts.shadow_ready += n
+        if pipeline == "steward" and state == "ready":
+            counts.steward_ready += n
+        if pipeline == "shadow" and reason in ("tick-due", "idle-not-reached"):
+            counts.idle += n
+    return counts
 
 
 def drain(conn: psycopg.Connection[Any], timeout: float) -> bool:
@@ -277,7 +315,7 @@ def drain(conn: psycopg.Connection[Any], timeout: float) -> bool:
 
     def check() -> bool:
         nonlocal calm
-        conn.execute(queries.DEMO_TICK)
+        conn.execute(queries.TICK)
         calm = calm + 1 if pending(conn).empty else 0
         return calm >= 3
 
@@ -300,7 +338,7 @@ def _env(url: str, base_url: str, use_sim: bool) -> dict[str, str]:
     return env
 
 
-def _scalar(conn: psycopg.Connection[Any], query: Any, params: tuple[Any, ...] = ()) -> Any:
+def _scalar(conn: psycopg.Connection[Any], query: Any, params: dict[str, Any] | None = None) -> Any:
     row = conn.execute(query, params).fetchone()
     return row[0] if row else None
 
@@ -332,21 +370,25 @@ class Demo:
             self.settle_consolidation()
             self.stop_worker()
             self.display.step("ember compare --semantic: the judge pairs what both sides said")
-            with environment(self.env), contextlib.redirect_stdout(None):
-                ember_cli(["compare", "--semantic"])
+            with environment(self.env):
+                judge(url)
             self.figures = collect_figures(conn, runtime, sim, self.corpus)
             self.figures["cutover"] = self.cutover_figures()
 
     def setup_and_play(self) -> Runtime:
         conn, cat, corpus = self.conn, self.corpus.category, self.corpus
-        conn.execute(queries.DEMO_DEFINE_CATEGORY, (cat.name, cat.description))
-        # The host's own model for the health thread may read it; the light model, not yet.
-        conn.execute(queries.DEMO_TAG_MODEL, {"category": cat.name, "model": cat.host_model})
-        conn.execute(queries.DEMO_ACTIVATE_SHADOW, (self.clock.at(corpus.start),))
-        conn.execute(queries.DEMO_CONSOLIDATE_OFTEN)
         runtime = Runtime(
             conn, corpus, self.clock, self.sim.base_url, self.host_script, self.display.say
         )
+        runtime.define_category(cat.name, cat.description)
+        # The host's own model for the health thread may read it; the light model, not yet.
+        conn.execute(queries.TAG_MODEL, {"model": cat.host_model, "category": cat.name})
+        # Shadow memory is on from the corpus's first moment.
+        self.clock.pin(corpus.start)
+        runtime.activate_shadow()
+        self.clock.release()
+        # The demo consolidates whenever its facts change, not every six hours.
+        conn.execute(queries.SET_SETTING, {"key": "consolidation_interval", "value": "0 seconds"})
         self.display.step(
             f"playing the corpus through the host API: {len(corpus.threads)} threads, "
             "a morning in seconds on an injected clock"
@@ -378,7 +420,7 @@ class Demo:
         thread = CUTOVER_THREAD
         if thread not in {t["id"] for t in self.corpus.threads}:
             return
-        plan = _scalar(self.conn, queries.DEMO_CUTOVER_PLAN, (thread,)) or {}
+        plan = _scalar(self.conn, queries.CUTOVER_PLAN, _plan_of(thread)) or {}
         c = plan.get("comparison") or {}
         self.display.step(f"ember cutover --scope thread:{thread}: shadow takes the thread over")
         self.display.say(
@@ -386,7 +428,7 @@ class Demo:
             f"proposals, evidence coverage {_share(c.get('evidence_coverage'))}; the steward "
             f"still digests its {plan.get('steward_rows_to_digest')} rows before the point"
         )
-        made = _scalar(self.conn, queries.DEMO_CUT_OVER, (thread, "the demo's switch")) or {}
+        made = _scalar(self.conn, queries.CUT_OVER, _cut_over(thread)) or {}
         self.cutover_plan = {**plan, "cutover_id": made.get("cutover_id")}
         self.display.say(f"{thread}: cut over from seq {made.get('from_seq')} on")
 
@@ -402,8 +444,10 @@ class Demo:
         return {
             "thread": CUTOVER_THREAD,
             "plan": plan,
-            "promotions": dict(self.conn.execute(queries.DEMO_PROMOTIONS, (CUTOVER_THREAD,))),
-            "after": _scalar(self.conn, queries.DEMO_CUTOVER_PLAN, (CUTOVER_THREAD,)) or {},
+            "promotions": dict(
+                self.conn.execute(queries.DEMO_PROMOTIONS, {"thread": CUTOVER_THREAD})
+            ),
+            "after": _scalar(self.conn, queries.CUTOVER_PLAN, _plan_of(CUTOVER_THREAD)) or {},
             "supersedes": [tuple(r) for r in self.conn.execute(queries.DEMO_SUPERSEDES)],
         }
 
@@ -416,7 +460,9 @@ class Demo:
         def running() -> bool:
             # Offline the simulator holds that turn; a real model's turn is simply running.
             held = self.held.arrived.is_set() or not self.use_sim
-            return held and bool(_scalar(conn, queries.DEMO_RUN_IN_STATUS, (thread, "running")))
+            return held and bool(
+                _scalar(conn, queries.DEMO_RUN_IN_STATUS, {"thread": thread, "status": "running"})
+            )
 
         if wait_for(running, 90):
             self.display.say(f"{thread}: its shadow turn is running; the user types a message")
@@ -427,7 +473,13 @@ class Demo:
             runtime.apply(kind, record)
             if interrupting and record["thread"] == thread:
                 if wait_for(
-                    lambda: bool(_scalar(conn, queries.DEMO_RUN_IN_STATUS, (thread, "cancelled"))),
+                    lambda: bool(
+                        _scalar(
+                            conn,
+                            queries.DEMO_RUN_IN_STATUS,
+                            {"thread": thread, "status": "cancelled"},
+                        )
+                    ),
                     30,
                 ):
                     self.display.say(f"{thread}: the running shadow turn was cancelled")
@@ -436,7 +488,7 @@ class Demo:
     def tag_light_model(self) -> None:
         cat = self.corpus.category
         self.display.step(f"tagging {cat.light_model} for {cat.name}: its thread may now be read")
-        self.conn.execute(queries.DEMO_TAG_MODEL, {"category": cat.name, "model": cat.light_model})
+        self.conn.execute(queries.TAG_MODEL, {"model": cat.light_model, "category": cat.name})
 
     def drain(self) -> None:
         self.display.step("the worker runs until no work is left")
@@ -502,9 +554,7 @@ def run(args: argparse.Namespace) -> int:
 
     print()
     with environment(demo.env):
-        ember_cli(["compare"])
-        with contextlib.redirect_stdout(None):
-            ember_cli(["compare", "--html", str(report)])
+        tables_and_page(url, report)
     summarize(demo.figures, demo.use_sim, corpus, time.monotonic() - display.started)
     print(f"\nThe demo's database stays for you to explore:\n  {url}")
     print(f"  DATABASE_URL='{url}' {' '.join(ember_command())} compare")
@@ -516,6 +566,16 @@ SIM_LOG = "sim-requests.jsonl"
 # The thread the demo cuts over to shadow: its user says where they live before and after the
 # corpus's "now", so the cut-over and the consolidation's supersede meet in it.
 CUTOVER_THREAD = "trip-lisbon"
+
+
+def _plan_of(thread: str) -> dict[str, Any]:
+    """cutover_plan's parameters for one thread, cut over (not rolled back)."""
+    return {"scope": "thread", "value": thread, "rollback": False}
+
+
+def _cut_over(thread: str) -> dict[str, Any]:
+    """cut_over's parameters for the demo's switch of one thread."""
+    return {"scope": "thread", "value": thread, "by": "ember demo", "note": "the demo's switch"}
 
 
 def _share(value: Any) -> str:
@@ -534,7 +594,10 @@ def collect_figures(
     row = conn.execute(queries.DEMO_FIGURES).fetchone()
     assert row is not None
     health = {m["content"] for m in corpus.messages if m["thread"] in corpus.category_threads}
-    tagged = {str(r[0]) for r in conn.execute(queries.DEMO_TAGGED_MODELS, (corpus.category.name,))}
+    tagged = {
+        str(r[0])
+        for r in conn.execute(queries.DEMO_TAGGED_MODELS, {"category": corpus.category.name})
+    }
     to_models: dict[str, int] = {}
     isolated = 0
     for entry in sim.requests:

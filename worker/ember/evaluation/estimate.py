@@ -136,5 +136,5 @@ class Estimate:
 
 
 def priced(conn: psycopg.Connection[Any], plan: list[dict[str, Any]]) -> Estimate:
-    rows = conn.execute(queries.EVAL_ESTIMATE, (Jsonb(plan),)).fetchall()
+    rows = conn.execute(queries.EVAL_ESTIMATE, {"plan": Jsonb(plan)}).fetchall()
     return Estimate([(str(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4]), r[5]) for r in rows])

@@ -95,7 +95,7 @@ class EvalReport:
         return plain
 
 
-def _rows(conn: psycopg.Connection[Any], query: Any, params: tuple[Any, ...]) -> list[Row]:
+def _rows(conn: psycopg.Connection[Any], query: Any, params: dict[str, Any]) -> list[Row]:
     with conn.cursor(row_factory=dict_row) as cur:
         return list(cur.execute(query, params).fetchall())
 
@@ -103,20 +103,20 @@ def _rows(conn: psycopg.Connection[Any], query: Any, params: tuple[Any, ...]) ->
 def collect(conn: psycopg.Connection[Any], run_id: int | None = None) -> EvalReport | None:
     """The run (the latest when none is named), or None when the database holds no eval run."""
     if run_id is None:
-        latest = _rows(conn, queries.EVAL_LATEST_RUN, ())
+        latest = _rows(conn, queries.EVAL_LATEST_RUN, {})
         if not latest or latest[0]["run_id"] is None:
             return None
         run_id = int(latest[0]["run_id"])
-    runs = _rows(conn, queries.EVAL_RUN, (run_id,))
+    runs = _rows(conn, queries.EVAL_RUN, {"run": run_id})
     if not runs:
         return None
     return EvalReport(
         run=runs[0],
-        summary=_rows(conn, queries.EVAL_SUMMARY, (run_id,)),
-        categories=_rows(conn, queries.EVAL_CATEGORIES, (run_id,)),
-        disagreements=_rows(conn, queries.EVAL_DISAGREEMENTS, (run_id,)),
-        questions=_rows(conn, queries.EVAL_QUESTION_RESULTS, (run_id,)),
-        extraction=_rows(conn, queries.EVAL_EXTRACTION_COST, (run_id,)),
+        summary=_rows(conn, queries.EVAL_SUMMARY, {"run": run_id}),
+        categories=_rows(conn, queries.EVAL_CATEGORIES, {"run": run_id}),
+        disagreements=_rows(conn, queries.EVAL_DISAGREEMENTS, {"run": run_id}),
+        questions=_rows(conn, queries.EVAL_QUESTION_RESULTS, {"run": run_id}),
+        extraction=_rows(conn, queries.EVAL_EXTRACTION_COST, {"run": run_id}),
     )
 
 

@@ -217,9 +217,12 @@ class Embedder:
         """Embed active facts without one (shadow's, cut over), inside the caller's transaction."""
         if self.inner is None:
             return
-        rows = conn.execute(queries.FACTS_TO_EMBED, (100_000,)).fetchall()
+        rows = conn.execute(queries.FACTS_TO_EMBED, {"limit": 100_000}).fetchall()
         for (fact_id, _), vector in zip(rows, self.vectors([str(r[1]) for r in rows]), strict=True):
-            conn.execute(queries.SET_FACT_EMBEDDING, (fact_id, vector, self.inner.name))
+            conn.execute(
+                queries.SET_FACT_EMBEDDING,
+                {"fact": fact_id, "embedding": vector, "model": self.inner.name},
+            )
 
 
 @dataclass
@@ -241,14 +244,15 @@ def search(
 ) -> Search:
     started = time.perf_counter()
     rows = conn.execute(
-        queries.EVAL_SEARCH, (viewer, question.question, embedding, top_k)
+        queries.EVAL_SEARCH,
+        {"viewer": viewer, "query": question.question, "embedding": embedding, "limit": top_k},
     ).fetchall()
     ms = (time.perf_counter() - started) * 1000
     scores = {int(r[0]): float(r[1]) for r in rows}
     ids = [int(r[0]) for r in rows]
     shown = []
     for rank, fact_id, proposal_id, text, stated_at in conn.execute(
-        queries.EVAL_SHOWN, (run_id, pipeline, ids)
+        queries.EVAL_SHOWN, {"run": run_id, "pipeline": pipeline, "fact_ids": ids}
     ):
         shown.append(
             asking.Shown(
@@ -272,12 +276,15 @@ class Recorder:
     def call(self, c: asking.Call, question_id: str, pipeline: str) -> None:
         with self.lock:
             self.conn.execute(
-                queries.EVAL_RECORD_CALL, (self.run_id, Jsonb(c.record(question_id, pipeline)))
+                queries.EVAL_RECORD_CALL,
+                {"run": self.run_id, "call": Jsonb(c.record(question_id, pipeline))},
             )
 
     def answer(self, record: dict[str, Any]) -> None:
         with self.lock:
-            self.conn.execute(queries.EVAL_RECORD_ANSWER, (self.run_id, Jsonb(record)))
+            self.conn.execute(
+                queries.EVAL_RECORD_ANSWER, {"run": self.run_id, "answer": Jsonb(record)}
+            )
 
     def close(self) -> None:
         self.conn.close()
@@ -494,15 +501,15 @@ class Evaluation:
     def begin(self, conn: psycopg.Connection[Any]) -> int:
         row = conn.execute(
             queries.EVAL_BEGIN,
-            (
-                self.benchmark.kind,
-                str(self.opts.file),
-                sha256(self.opts.file),
-                self.opts.answer_model,
-                self.opts.judge_model,
-                self.opts.top_k,
-                self.opts.limit,
-            ),
+            {
+                "benchmark": self.benchmark.kind,
+                "source": str(self.opts.file),
+                "sha256": sha256(self.opts.file),
+                "answer_model": self.opts.answer_model,
+                "judge_model": self.opts.judge_model,
+                "top_k": self.opts.top_k,
+                "question_limit": self.opts.limit,
+            },
         ).fetchone()
         assert row is not None
         return int(row[0])
@@ -511,7 +518,7 @@ class Evaluation:
         opts = self.opts
         with psycopg.connect(url, autocommit=True) as conn:
             self.run_id = self.begin(conn)
-            run_row = conn.execute(queries.EVAL_RUN, (self.run_id,)).fetchone()
+            run_row = conn.execute(queries.EVAL_RUN, {"run": self.run_id}).fetchone()
             assert run_row is not None
             self.answer_model, self.judge_model = str(run_row[4]), str(run_row[5])
             plan = estimate.items(
@@ -527,7 +534,7 @@ class Evaluation:
             try:
                 confirm(opts, ep, est, self.say)
             except CliError as exc:
-                conn.execute(queries.EVAL_FINISH, (self.run_id, str(exc)))
+                conn.execute(queries.EVAL_FINISH, {"run": self.run_id, "error": str(exc)})
                 raise
             error: str | None = None
             try:
@@ -556,7 +563,7 @@ class Evaluation:
                 raise
             finally:
                 with contextlib.suppress(psycopg.Error):
-                    conn.execute(queries.EVAL_FINISH, (self.run_id, error))
+                    conn.execute(queries.EVAL_FINISH, {"run": self.run_id, "error": error})
         return self.run_id
 
     def conversations(
@@ -635,11 +642,18 @@ class Evaluation:
             )
         conn.execute(
             queries.EVAL_ADD_CONVERSATION,
-            (self.run_id, conv.id, thread, Jsonb(placed.sessions), Jsonb(placed.turns)),
+            {
+                "run": self.run_id,
+                "conversation": conv.id,
+                "thread": thread,
+                "sessions": Jsonb(placed.sessions),
+                "turns": Jsonb(placed.turns),
+            },
         )
         mine = [q for q in self.selection.questions if q.conversation == conv.id]
         conn.execute(
-            queries.EVAL_ADD_QUESTIONS, (self.run_id, Jsonb(questions_json(mine, excluded)))
+            queries.EVAL_ADD_QUESTIONS,
+            {"run": self.run_id, "questions": Jsonb(questions_json(mine, excluded))},
         )
 
     def searches(
@@ -655,14 +669,16 @@ class Evaluation:
             for q, v in zip(asked, vectors, strict=True)
         ]
         with conn.transaction(force_rollback=True):
-            row = conn.execute(queries.EVAL_CUT_OVER, (self.run_id, thread)).fetchone()
+            row = conn.execute(
+                queries.EVAL_CUT_OVER, {"run": self.run_id, "thread": thread}
+            ).fetchone()
             moved: dict[str, Any] = row[0] if row else {}
             self.embedder.embed_pending(conn)
             out += [
                 search(conn, self.run_id, "shadow", thread, q, v, top_k)
                 for q, v in zip(asked, vectors, strict=True)
             ]
-        conn.execute(queries.EVAL_CLOSE_CONVERSATION, (self.run_id, thread))
+        conn.execute(queries.EVAL_CLOSE_CONVERSATION, {"run": self.run_id, "thread": thread})
         self.say(
             f"  shadow cut over: {moved.get('promoted', 0)} proposals as facts "
             f"({moved.get('duplicates', 0)} duplicates, {moved.get('refused', 0)} refused), "

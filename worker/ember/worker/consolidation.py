@@ -128,7 +128,8 @@ class ConsolidationPipeline(LeasedPipeline):
         async with ctx.connection() as conn:
             try:
                 cur = await conn.execute(
-                    queries.SUBMIT_CONSOLIDATION, (job.run_id, job.lease_token, Jsonb(outcome))
+                    queries.SUBMIT_CONSOLIDATION,
+                    {"run": job.run_id, "lease_token": job.lease_token, "outcome": Jsonb(outcome)},
                 )
             except psycopg.Error as exc:
                 if exc.sqlstate in LOST:

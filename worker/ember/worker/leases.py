@@ -21,11 +21,11 @@ from ember.worker.pipeline import Job
 class LeaseCalls:
     """A pipeline's statements from ember.queries, and the refusals that mean the run is lost."""
 
-    claim: LiteralString  # (worker name, lease) -> the plan as JSON, or NULL when nothing is ready
-    extend: LiteralString  # (run id, lease token, lease)
-    release: LiteralString  # (run id, lease token)
+    claim: LiteralString  # %(worker)s, %(lease)s -> the plan as JSON, or NULL when nothing is ready
+    extend: LiteralString  # %(run)s, %(lease_token)s, %(lease)s
+    release: LiteralString  # %(run)s, %(lease_token)s
     lost: tuple[str, ...]  # SQLSTATEs of extend and release: finished, expired or taken over
-    cancel_requested: LiteralString | None = None  # (run id) -> bool; None: nothing cancels a run
+    cancel_requested: LiteralString | None = None  # %(run)s -> bool; None: nothing cancels a run
 
 
 class LeasedPipeline:
@@ -37,7 +37,7 @@ class LeasedPipeline:
     async def claim(
         self, conn: psycopg.AsyncConnection[Any], worker_name: str, lease: timedelta
     ) -> Job | None:
-        cur = await conn.execute(self.lease_calls.claim, (worker_name, lease))
+        cur = await conn.execute(self.lease_calls.claim, {"worker": worker_name, "lease": lease})
         row = await cur.fetchone()
         plan = row[0] if row else None
         if not plan:
@@ -54,7 +54,10 @@ class LeasedPipeline:
         self, conn: psycopg.AsyncConnection[Any], job: Job, lease: timedelta
     ) -> bool:
         try:
-            await conn.execute(self.lease_calls.extend, (job.run_id, job.lease_token, lease))
+            await conn.execute(
+                self.lease_calls.extend,
+                {"run": job.run_id, "lease_token": job.lease_token, "lease": lease},
+            )
         except psycopg.Error as exc:
             if exc.sqlstate in self.lease_calls.lost:
                 return False
@@ -63,7 +66,9 @@ class LeasedPipeline:
 
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
         try:
-            await conn.execute(self.lease_calls.release, (job.run_id, job.lease_token))
+            await conn.execute(
+                self.lease_calls.release, {"run": job.run_id, "lease_token": job.lease_token}
+            )
         except psycopg.Error as exc:
             # Finished, or no longer ours: nothing to hand back.
             if exc.sqlstate not in self.lease_calls.lost:
@@ -72,6 +77,6 @@ class LeasedPipeline:
     async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
         if self.lease_calls.cancel_requested is None:
             return False  # shutdown releases such a run
-        cur = await conn.execute(self.lease_calls.cancel_requested, (run_id,))
+        cur = await conn.execute(self.lease_calls.cancel_requested, {"run": run_id})
         row = await cur.fetchone()
         return bool(row and row[0])

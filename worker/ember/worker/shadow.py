@@ -255,7 +255,7 @@ class ShadowPipeline(LeasedPipeline):
     async def _last_turn(self, ctx: Context, model: str) -> bool:
         if model not in self._retention:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.MODEL_THINKING_RETENTION, (model,))
+                cur = await conn.execute(queries.MODEL_THINKING_RETENTION, {"model": model})
                 row = await cur.fetchone()
             self._retention[model] = str(row[0]) if row and row[0] is not None else "all"
         return self._retention[model] == "last-turn"
@@ -337,7 +337,12 @@ class ShadowPipeline(LeasedPipeline):
             try:
                 async with ctx.connection() as conn:
                     cur = await conn.execute(
-                        queries.SUBMIT_SHADOW, (job.run_id, job.lease_token, Jsonb(outcome))
+                        queries.SUBMIT_SHADOW,
+                        {
+                            "run": job.run_id,
+                            "lease_token": job.lease_token,
+                            "outcome": Jsonb(outcome),
+                        },
                     )
                     row = await cur.fetchone()
                 break
@@ -405,7 +410,7 @@ class ShadowPipeline(LeasedPipeline):
         judges it and names the likely cause (functions/049_shadow_hot_cache.sql)."""
         try:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, (job.run_id,))
+                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, {"run": job.run_id})
                 row = await cur.fetchone()
         except psycopg.Error as exc:
             ctx.log.warning("hot cache check failed: %s", exc)

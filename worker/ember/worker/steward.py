@@ -274,7 +274,7 @@ class StewardPipeline(LeasedPipeline):
         stored = 0
         while True:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.FACTS_TO_EMBED, (EMBED_BATCH,))
+                cur = await conn.execute(queries.FACTS_TO_EMBED, {"limit": EMBED_BATCH})
                 rows = await cur.fetchall()
             if not rows:
                 return stored
@@ -285,7 +285,11 @@ class StewardPipeline(LeasedPipeline):
                     try:
                         await conn.execute(
                             queries.SET_FACT_EMBEDDING,
-                            (fact_id, vector_literal(vector), embedder.name),
+                            {
+                                "fact": fact_id,
+                                "embedding": vector_literal(vector),
+                                "model": embedder.name,
+                            },
                         )
                         stored += 1
                     except psycopg.Error as exc:
