@@ -526,7 +526,7 @@ SERVER_GENERATION: LiteralString = """
 SELECT pg_postmaster_start_time(), (SELECT stats_reset FROM pg_stat_archiver)
 """
 
-# --- ember eval (issue 28): functions/093_eval.sql and 094_eval_report.sql ---
+# --- ember eval (issue 28): functions/093_eval.sql and 096_eval_report.sql ---
 
 # A new eval run: the benchmark, its file and digest, the models, top k and question limit.
 EVAL_BEGIN: LiteralString = """
