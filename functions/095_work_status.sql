@@ -59,25 +59,23 @@ AS $$
     WHERE NOT ember.shadow_excluded(t.id)
 $$;
 
+-- Before the row was a type (db/migrations/0047_work_status_row.sql) these returned a TABLE of
+-- the same columns; CREATE OR REPLACE cannot change a return type, so a function of the old
+-- kind is dropped first.
+SELECT ember.comparison_drop_if_changed('ember.work_status_shadow(timestamptz)', 'work_status_row');
+SELECT ember.comparison_drop_if_changed('ember.work_status_steward(timestamptz)', 'work_status_row');
+SELECT ember.comparison_drop_if_changed('ember.work_status_workers(timestamptz)', 'work_status_row');
+SELECT ember.comparison_drop_if_changed('ember.work_status(timestamptz)', 'work_status_row');
+
 -- work_status's shadow rows: per thread with work, why it waits or who holds it; and the hot runs
 -- that read too little of their prefix from the cache.
 --
 -- Its length: one statement whose CASEs (state, reason, since, until, detail) test the same
 -- conditions in the same order, so a reason's columns read side by side, as the list above.
 CREATE OR REPLACE FUNCTION ember.work_status_shadow(p_now timestamptz)
-RETURNS TABLE (
-    pipeline text,
-    state text,
-    reason text,
-    items integer,
-    oldest text,
-    since timestamptz,
-    until timestamptz,
-    detail text
-)
+RETURNS SETOF ember.work_status_row
 LANGUAGE plpgsql STABLE
 AS $$
-#variable_conflict use_column
 DECLARE
     v_idle interval := ember.setting_interval('idle_before_digest');
     v_window interval := ember.setting_interval('status_window');
@@ -190,19 +188,9 @@ $$;
 --
 -- Its length: as work_status_shadow, one statement whose CASEs share one order of conditions.
 CREATE OR REPLACE FUNCTION ember.work_status_steward(p_now timestamptz)
-RETURNS TABLE (
-    pipeline text,
-    state text,
-    reason text,
-    items integer,
-    oldest text,
-    since timestamptz,
-    until timestamptz,
-    detail text
-)
+RETURNS SETOF ember.work_status_row
 LANGUAGE plpgsql STABLE
 AS $$
-#variable_conflict use_column
 DECLARE
     v_idle interval := ember.setting_interval('idle_before_digest');
     v_idle_text text := ember.setting('idle_before_digest') #>> '{}';
@@ -282,19 +270,9 @@ $$;
 -- work_status's workers rows: each worker connected now or seen claiming within status_window,
 -- or one row saying there is none.
 CREATE OR REPLACE FUNCTION ember.work_status_workers(p_now timestamptz)
-RETURNS TABLE (
-    pipeline text,
-    state text,
-    reason text,
-    items integer,
-    oldest text,
-    since timestamptz,
-    until timestamptz,
-    detail text
-)
+RETURNS SETOF ember.work_status_row
 LANGUAGE plpgsql STABLE
 AS $$
-#variable_conflict use_column
 DECLARE
     v_window interval := ember.setting_interval('status_window');
     v_window_text text := ember.setting('status_window') #>> '{}';
@@ -351,16 +329,7 @@ END;
 $$;
 
 CREATE OR REPLACE FUNCTION ember.work_status(p_now timestamptz DEFAULT clock_timestamp())
-RETURNS TABLE (
-    pipeline text,
-    state text,
-    reason text,
-    items integer,
-    oldest text,
-    since timestamptz,
-    until timestamptz,
-    detail text
-)
+RETURNS SETOF ember.work_status_row
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
