@@ -18,25 +18,6 @@
 -- text_key columns of facts and shadow_proposals are computed with it, so it changes only with a
 -- migration that recomputes them.
 
--- A comparison function whose result columns changed cannot be replaced in place (CREATE OR
--- REPLACE keeps the old result type), so it is dropped, with the view of the same name over it,
--- when its current result lacks p_expect (a column and its type, as pg_get_function_result prints
--- them); the file then creates both anew and 069_analyst_role.sql grants them again. Once the
--- definitions agree this does nothing, so a migrate that changes nothing drops nothing. Comparing
--- whole result texts instead would drop on any cosmetic difference of the catalog's spelling.
-CREATE OR REPLACE FUNCTION ember.comparison_drop_if_changed(p_signature text, p_expect text)
-RETURNS void
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    v_fn regprocedure := to_regprocedure(p_signature);
-BEGIN
-    IF v_fn IS NOT NULL AND strpos(pg_get_function_result(v_fn), p_expect) = 0 THEN
-        EXECUTE format('DROP FUNCTION %s CASCADE', v_fn);
-    END IF;
-END;
-$$;
-
 -- A window is [since, until); an empty or reversed one is a mistake worth naming.
 CREATE OR REPLACE FUNCTION ember.comparison_check_window(p_since timestamptz, p_until timestamptz)
 RETURNS void

@@ -147,7 +147,7 @@ AS $$
     )
 $$;
 
-SELECT ember.comparison_drop_if_changed('ember.comparison_cost(timestamptz, timestamptz)', 'input_tokens bigint');
+SELECT ember.drop_if_result_changed('ember.comparison_cost(timestamptz, timestamptz)', 'input_tokens bigint');
 
 CREATE OR REPLACE FUNCTION ember.comparison_cost(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
@@ -193,7 +193,7 @@ estimated_usd is NULL for a group when any of its runs lacks a price (runs_witho
 total. Windowed by run start: ember.comparison_cost(since, until). No run of an isolated thread. The runs
 themselves: comparison_run_list.';
 
-SELECT ember.comparison_drop_if_changed('ember.comparison_latency(timestamptz, timestamptz)', 'p50_ms bigint');
+SELECT ember.drop_if_result_changed('ember.comparison_latency(timestamptz, timestamptz)', 'p50_ms bigint');
 
 -- Percentiles are rounded to whole milliseconds: a latency measured in milliseconds has no
 -- meaningful fraction, and 152.34999999999997 reads as noise in psql and in JSON alike.
@@ -236,7 +236,7 @@ milliseconds) and max, in milliseconds. Windowed by run start: ember.comparison_
 
 -- The runs behind every cost and latency figure, one row each, with the digest of the prompt text
 -- each was sent with (NULL before migration 0046), so runs can be grouped by prompt version.
-SELECT ember.comparison_drop_if_changed('ember.comparison_run_list(timestamptz, timestamptz)', 'prompt_sha256 text');
+SELECT ember.drop_if_result_changed('ember.comparison_run_list(timestamptz, timestamptz)', 'prompt_sha256 text');
 CREATE OR REPLACE FUNCTION ember.comparison_run_list(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )

@@ -13,7 +13,7 @@ AS $$
     )
 $$;
 
-SELECT ember.comparison_drop_if_changed('ember.comparison_summary(timestamptz, timestamptz)', 'last_at timestamp');
+SELECT ember.drop_if_result_changed('ember.comparison_summary(timestamptz, timestamptz)', 'last_at timestamp');
 
 -- Long on purpose: a third of it is the 27 columns of its one row, and the rest is one query whose
 -- CTEs each give one group of figures from sets read once (the window's proposals, the matches,

@@ -154,7 +154,7 @@ creation and run start: ember.comparison_by_path(since, until). The rows: compar
 comparison_run_list. No isolated thread.';
 
 -- The summary's counts per thread, for finding where the pipelines disagree.
-SELECT ember.comparison_drop_if_changed('ember.comparison_by_thread(timestamptz, timestamptz)', 'shadow_usd numeric');
+SELECT ember.drop_if_result_changed('ember.comparison_by_thread(timestamptz, timestamptz)', 'shadow_usd numeric');
 
 CREATE OR REPLACE FUNCTION ember.comparison_by_thread(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL

@@ -62,10 +62,10 @@ $$;
 -- Before the row was a type (db/migrations/0047_work_status_row.sql) these returned a TABLE of
 -- the same columns; CREATE OR REPLACE cannot change a return type, so a function of the old
 -- kind is dropped first.
-SELECT ember.comparison_drop_if_changed('ember.work_status_shadow(timestamptz)', 'work_status_row');
-SELECT ember.comparison_drop_if_changed('ember.work_status_steward(timestamptz)', 'work_status_row');
-SELECT ember.comparison_drop_if_changed('ember.work_status_workers(timestamptz)', 'work_status_row');
-SELECT ember.comparison_drop_if_changed('ember.work_status(timestamptz)', 'work_status_row');
+SELECT ember.drop_if_result_changed('ember.work_status_shadow(timestamptz)', 'work_status_row');
+SELECT ember.drop_if_result_changed('ember.work_status_steward(timestamptz)', 'work_status_row');
+SELECT ember.drop_if_result_changed('ember.work_status_workers(timestamptz)', 'work_status_row');
+SELECT ember.drop_if_result_changed('ember.work_status(timestamptz)', 'work_status_row');
 
 -- work_status's shadow rows: per thread with work, why it waits or who holds it; and the hot runs
 -- that read too little of their prefix from the cache.
