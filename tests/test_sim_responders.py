@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -13,6 +14,7 @@ import pydantic
 import pytest
 
 from ember.sim import Fault, Reply, Scripted, SimRequest, SimServer, Truncated
+from ember.worker.calls import describe_error
 from simfixtures import (
     CC,
     STANDARD,
@@ -131,17 +133,43 @@ def test_an_overload_in_the_middle_of_a_stream(
     assert caught.value.body["error"]["type"] == "overloaded_error"
 
 
-def test_a_truncated_body_drops_the_connection(
+def _failure(call: Callable[[], object]) -> str:
+    """What a failed run would record for this call: Ember's name for its failure."""
+    with pytest.raises(Exception) as caught:  # which class is the SDK's choice
+        call()
+    return describe_error(caught.value)
+
+
+def test_a_truncated_body_is_a_connection_error_however_the_sdk_spells_it(
     sim_client: anthropic.Anthropic, sim: SimServer
 ) -> None:
+    """A body cut short is a dropped connection, whole or mid-stream: some SDK releases raise
+    the HTTP library's RemoteProtocolError while streaming, others wrap it in
+    APIConnectionError. Ember promises the same failure reason for both."""
     sim.reset(responder="truncated")
-    with pytest.raises(anthropic.APIConnectionError):
-        sim_client.messages.create(**BODY)
-    with pytest.raises(httpx2.RemoteProtocolError):
-        list(sim_client.messages.create(**BODY, stream=True))
+    assert _failure(lambda: sim_client.messages.create(**BODY)) == "connection error"
+    streamed = _failure(lambda: list(sim_client.messages.create(**BODY, stream=True)))
+    assert streamed == "connection error"
     sim.reset(responder=Scripted([Truncated(Reply.text("x" * 400), fraction=0.2)]))
-    with pytest.raises(anthropic.APIConnectionError):
-        sim_client.messages.create(**BODY)
+    assert _failure(lambda: sim_client.messages.create(**BODY)) == "connection error"
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (httpx2.RemoteProtocolError("peer closed connection without sending complete body"),
+         "connection error"),
+        (anthropic.APIConnectionError(request=httpx2.Request("POST", "http://sim/v1/messages")),
+         "connection error"),
+        (httpx2.ReadTimeout("timed out"), "timeout"),
+        (anthropic.APITimeoutError(request=httpx2.Request("POST", "http://sim/v1/messages")),
+         "timeout"),
+    ],
+)  # fmt: skip
+def test_both_spellings_of_a_transport_failure_are_one_reason(
+    raised: BaseException, reason: str
+) -> None:
+    assert describe_error(raised) == reason
 
 
 def test_malformed_tool_input_fails_validation_where_the_heuristic_passes(

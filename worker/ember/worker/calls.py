@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic import AsyncAnthropic
 
 from ember.modelaccess import ModelAccess, model_access
@@ -141,9 +142,12 @@ def describe_error(exc: BaseException) -> str:
                     # prefix): the API's own words, cut short, so the failed run names it.
                     said = " ".join(str(err.get("message") or "").split())[:ERROR_MESSAGE_CHARS]
         return f"http {exc.status_code}{' ' + kind if kind else ''}{': ' + said if said else ''}"
-    if isinstance(exc, anthropic.APITimeoutError):
+    # A transport failure is one failure however the SDK spells it: wrapped in its own
+    # APIConnectionError / APITimeoutError, or (reading a body cut short mid-stream, in some
+    # releases) the HTTP library's error left as it was raised.
+    if isinstance(exc, anthropic.APITimeoutError | httpx2.TimeoutException):
         return "timeout"
-    if isinstance(exc, anthropic.APIConnectionError):
+    if isinstance(exc, anthropic.APIConnectionError | httpx2.TransportError):
         return "connection error"
     if isinstance(exc, CallError):
         return str(exc)
