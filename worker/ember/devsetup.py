@@ -14,10 +14,10 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ember import queries
 from ember.config import uses_embedded, with_database
+from ember.debian import CHROMIUM_PACKAGES, OBJDUMP_PACKAGES, PGTAP_PACKAGES
 from ember.embedded import EmbeddedServer
 from ember.migrate import MigrateResult, migrate
 
-PGTAP_PACKAGES = ("pgtap", "postgresql-15-pgtap")
 PGTAP_SOURCE = Path("/usr/share/postgresql/15/extension")
 
 
@@ -87,9 +87,6 @@ def ensure_pgtap() -> None:
         EmbeddedServer().install_extension_files(PGTAP_SOURCE, "pgtap*")
 
 
-CHROMIUM_PACKAGES = ("chromium",)
-
-
 def chromium_path() -> str | None:
     """Debian's headless-capable browser, for the report's browser test."""
     return shutil.which("chromium")
@@ -117,7 +114,7 @@ def ensure_objdump() -> str:
     path = shutil.which("objdump")
     if path:
         return path
-    _apt_install(("binutils",), "objdump (the portable-build test)")
+    _apt_install(OBJDUMP_PACKAGES, "objdump (the portable-build test)")
     path = shutil.which("objdump")
     if not path:
         raise SetupError("apt-get installed binutils but no objdump is on PATH")

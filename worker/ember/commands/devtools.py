@@ -24,6 +24,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run_setup(args: argparse.Namespace) -> int:
     from ember.config import uses_embedded
+    from ember.debian import describe
     from ember.devsetup import ensure_chromium, ensure_objdump, ensure_pgtap
     from ember.embedded import EmbeddedServer
 
@@ -33,6 +34,7 @@ def run_setup(args: argparse.Namespace) -> int:
     print("pgTAP ready")
     print(f"objdump ready: {ensure_objdump()}")
     print(f"Chromium ready: {ensure_chromium()}")
+    print(f"Debian packages used:\n{describe()}")
     return 0
 
 
