@@ -12,16 +12,27 @@ TEST_DB ?= ember_test
 BASE := $(VENV)/.installed-base
 PART = $(VENV)/.installed-$(1)
 
-.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean
+# Every install reads a lock, requirements/PART.txt: exact versions with sha256 hashes.
+LOCK = requirements/$(1).txt
 
-$(BASE): pyproject.toml setup.py scripts/install.py
+.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean lock test-latest
+
+$(BASE): pyproject.toml setup.py scripts/install.py $(call LOCK,base)
 	@$(PYTHON) scripts/install.py $(VENV) base
 	@rm -f $(VENV)/.installed-test $(VENV)/.installed-lint $(VENV)/.installed-embed
 	@touch $@
 
-$(VENV)/.installed-%: $(BASE)
+$(VENV)/.installed-%: $(BASE) requirements/%.txt
 	@$(PYTHON) scripts/install.py $(VENV) $*
 	@touch $@
+
+## lock: re-resolve requirements/*.txt to the newest versions allowed (UPGRADE="a b": only those)
+lock:
+	@$(PYTHON) scripts/lock.py $(if $(UPGRADE),--upgrade $(UPGRADE))
+
+## test-latest: the whole suite against the newest versions allowed, in a throwaway environment
+test-latest:
+	@$(PYTHON) scripts/test_latest.py
 
 ## setup: the test environment: packages, the embedder, pgTAP, objdump, Chromium, the database
 setup: $(call PART,test) $(call PART,embed)
@@ -43,7 +54,9 @@ demo: $(BASE)
 	@$(EMBER) demo
 
 ## test: a fresh test database, then pg_prove over pgtap/ and pytest over tests/
-test: setup
+test:
+	@$(PYTHON) scripts/debian_packages.py
+	@$(MAKE) --no-print-directory setup
 	@$(MAKE) --no-print-directory pgtap pytest
 
 # pg_prove reads an "=" in --dbname as an option hash, so the embedded server's passfile goes
