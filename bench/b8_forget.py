@@ -102,7 +102,7 @@ def _steward_wakes(conn: psycopg.Connection[Any], thread: str, wakes: int) -> li
                 FROM ember.messages AS m WHERE m.id = ANY(%(read)s)
             ),
             msg AS (
-                SELECT ember.append_message('memory-steward', 'user',
+                SELECT ember.append_steward_record('user',
                     'Backlog to digest.' || E'\n\n' || page.text, 'system',
                     json_build_array(
                         json_build_object('type', 'text', 'text', 'Backlog to digest.'),
@@ -132,7 +132,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     and one search result quoting a tenth of its facts."""
     conn.execute(
         """
-        SELECT count(ember.append_message('memory-steward', 'assistant', 'Writing facts.', 'agent',
+        SELECT count(ember.append_steward_record('assistant', 'Writing facts.', 'agent',
             (jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Writing facts.'))
              || b.calls)::json))
         FROM (
@@ -148,7 +148,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     )
     conn.execute(
         """
-        SELECT count(ember.append_message('memory-steward', 'tool_result',
+        SELECT count(ember.append_steward_record('tool_result',
                                           'fact ' || f.id || ' written', 'system', NULL,
                                           'toolu_' || f.id, 'write_fact', 'ok'))
         FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s)
@@ -157,7 +157,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     )
     conn.execute(
         """
-        SELECT count(ember.append_message('memory-steward', 'tool_result', s.lines, 'system', NULL,
+        SELECT count(ember.append_steward_record('tool_result', s.lines, 'system', NULL,
                                           'toolu_s' || s.run_id, 'search_memory', 'ok'))
         FROM (
             SELECT f.run_id,

@@ -30,6 +30,18 @@ AS $$ SELECT (ember.setting(p_key) #>> '{}')::integer $$;
 -- passes it here first. A NULL "now" is a caller's bug: left alone it would surface as a raw
 -- not-null violation on some column, or worse pass silently (every comparison with NULL is
 -- unknown, so tick() would drop every prefix as expired). Refused by name instead.
+-- The times Ember accepts from a caller or a file: finite, from 1970 up to the end of 2199. A
+-- time is recorded on the row it describes and ordered against later ones: an `infinity` would
+-- refuse every later write to its thread as "time running backwards", a `-infinity` would sort
+-- before everything and break every reader that subtracts times. The bounds are wide enough for
+-- any history and any injected clock, and narrow enough that arithmetic on them never overflows.
+CREATE OR REPLACE FUNCTION ember.time_accepted(p_at timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT p_at >= '1970-01-01 00:00:00+00'::timestamptz AND p_at < '2200-01-01 00:00:00+00'::timestamptz
+$$;
+
 CREATE OR REPLACE FUNCTION ember.require_now(p_now timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql IMMUTABLE
@@ -38,6 +50,10 @@ BEGIN
     IF p_now IS NULL THEN
         RAISE EXCEPTION 'the time ("p_now") must not be null'
             USING ERRCODE = 'EM012', HINT = 'omit it for clock_timestamp(), or pass a time';
+    END IF;
+    IF NOT ember.time_accepted(p_now) THEN
+        RAISE EXCEPTION 'the time ("p_now") % is outside the times Ember accepts', p_now
+            USING ERRCODE = 'EM012', HINT = 'a finite time from 1970 up to the end of 2199';
     END IF;
     RETURN p_now;
 END;

@@ -41,6 +41,36 @@ BEGIN
 END;
 $$;
 
+-- How a record of thread p_id (its kind, category and seal tier, as a file or a caller states
+-- them) differs from the stored thread, by the rule that no write ever loosens who may read a
+-- thread. NULL when the stored thread is what the record says, when the record is stricter only
+-- in being isolated (the writer may seal the stored thread first: seal_thread), or when no such
+-- thread is stored; otherwise why the record does not fit the stored thread. A category is fixed
+-- when a thread is created (threads_category_fixed), so any other category is a difference,
+-- more labels included: rows already stored carry the stored labels. The import refuses such a
+-- record by line; create_thread names it in EM013's detail.
+CREATE OR REPLACE FUNCTION ember.thread_record_conflict(
+    p_id text, p_kind text, p_category text, p_seal_tier text
+)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE
+        WHEN t.kind IS DISTINCT FROM p_kind
+            THEN format('thread "%s" is stored with kind %s, not %s', t.id, t.kind, coalesce(p_kind, 'none'))
+        WHEN t.category IS DISTINCT FROM p_category
+            THEN format('thread "%s" is stored with category %s, not %s: a category is fixed when a thread is created',
+                        t.id, coalesce('"' || t.category || '"', 'none'), coalesce('"' || p_category || '"', 'none'))
+        WHEN t.seal_tier = 'isolated' AND coalesce(p_seal_tier, 'open') <> 'isolated'
+            THEN format('thread "%s" is stored isolated, not %s: isolation is never loosened', t.id,
+                        coalesce(p_seal_tier, 'open'))
+        WHEN t.seal_tier = 'open' AND p_seal_tier = 'isolated' AND t.kind = 'main'
+            THEN format('thread "%s" is main, which is never isolated', t.id)
+    END
+    FROM ember.threads AS t
+    WHERE t.id = p_id
+$$;
+
 CREATE OR REPLACE FUNCTION ember.create_thread(
     p_id text,
     p_kind text,
@@ -94,7 +124,9 @@ BEGIN
         RAISE EXCEPTION 'thread "%": unknown model "%"', p_id, p_model USING ERRCODE = 'EM009';
     END IF;
     IF EXISTS (SELECT 1 FROM ember.threads WHERE id = p_id) THEN
-        RAISE EXCEPTION 'thread "%" already exists', p_id USING ERRCODE = 'EM013';
+        RAISE EXCEPTION 'thread "%" already exists', p_id USING ERRCODE = 'EM013',
+            DETAIL = coalesce(ember.thread_record_conflict(p_id, p_kind, p_category, p_seal_tier),
+                              'the stored thread has the kind, category and seal asked for');
     END IF;
     IF p_kind = 'main' AND EXISTS (SELECT 1 FROM ember.threads WHERE kind = 'main') THEN
         RAISE EXCEPTION 'thread "%": a main thread already exists (%)', p_id,
@@ -205,6 +237,12 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM ember.require_now(p_now);
+    -- The steward's id is fixed (threads.steward_has_fixed_id): one comparison, no lookup.
+    IF p_thread = 'memory-steward' THEN
+        RAISE EXCEPTION 'thread "memory-steward": the memory steward''s record is written by the steward only'
+            USING ERRCODE = 'EM027',
+                  HINT = 'hosts write to main, side and task threads; the steward writes its own record';
+    END IF;
     IF p_role IS NULL OR p_role NOT IN ('user', 'assistant', 'tool_result', 'event') THEN
         RAISE EXCEPTION 'thread "%": unknown role "%"', p_thread, p_role
             USING ERRCODE = 'EM003', HINT = 'roles: user, assistant, tool_result, event';

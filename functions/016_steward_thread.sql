@@ -33,6 +33,47 @@ BEGIN
 END;
 $$;
 
+-- The steward's record is written here, by the steward's own claim and steps (050, 051), and
+-- nowhere else: append_message, append_messages, copy_messages and the import refuse the
+-- steward's thread to every caller (EM027), so no host, tool or file can put words in the
+-- steward's mouth or into what it is shown. Its rows are Ember's own (fixed roles and authors,
+-- no from_thread), so append_message's input checks have nothing to catch; the lock and the seq
+-- discipline are the same.
+CREATE OR REPLACE FUNCTION ember.append_steward_record(
+    p_role text,
+    p_content text,
+    p_author text DEFAULT NULL,
+    p_blocks json DEFAULT NULL,
+    p_tool_call_id text DEFAULT NULL,
+    p_tool_name text DEFAULT NULL,
+    p_tool_status text DEFAULT NULL,
+    p_now timestamptz DEFAULT clock_timestamp()
+)
+RETURNS bigint
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_generation uuid;
+    v_id bigint;
+BEGIN
+    PERFORM ember.lock_thread('memory-steward', p_append => true);
+    v_generation := ember.current_generation('memory-steward', p_now);
+    PERFORM set_config('ember.inserting_message', 'labelled', true);
+    INSERT INTO ember.messages (
+        seq, thread_id, generation_id, role, author, content, blocks,
+        tool_call_id, tool_name, tool_status, categories, created_at
+    ) VALUES (
+        nextval('ember.message_seq'), 'memory-steward', v_generation, p_role,
+        coalesce(p_author, CASE p_role WHEN 'user' THEN 'human' WHEN 'assistant' THEN 'agent' ELSE 'system' END),
+        p_content,
+        p_blocks, p_tool_call_id, p_tool_name, p_tool_status, ember.generation_labels(v_generation), p_now
+    )
+    RETURNING id INTO v_id;
+    PERFORM set_config('ember.inserting_message', '', true);
+    RETURN v_id;
+END;
+$$;
+
 -- Pin a thread's model and thinking level (the operator's or the user's choice). The pin is what
 -- reads the thread's context on its next call, so it never downgrades (invariant 9): the model
 -- must be tagged for every label the thread carries now, else category_model (EM022); a fresh

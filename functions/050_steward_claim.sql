@@ -244,8 +244,8 @@ BEGIN
         || (SELECT jsonb_agg(jsonb_build_object('type', 'text', 'text', x.value) ORDER BY x.o)
             FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o));
     -- The steward's record holds what it was given, exactly as the worker sends it.
-    v_message := ember.append_message(
-        'memory-steward', 'user',
+    v_message := ember.append_steward_record(
+        'user',
         v_intro || E'\n\n' || (SELECT string_agg(x.value, E'\n\n' ORDER BY x.o)
                                FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o)),
         'system', v_blocks::json, p_now => p_now

@@ -224,8 +224,8 @@ BEGIN
     SELECT coalesce(string_agg(x.v ->> 'text', E'\n' ORDER BY x.o), '') INTO v_text
     FROM jsonb_array_elements(p_response -> 'content') WITH ORDINALITY AS x (v, o)
     WHERE x.v ->> 'type' = 'text';
-    PERFORM ember.append_message(
-        'memory-steward', 'assistant', v_text, 'agent', (p_response -> 'content')::json, p_now => p_now
+    PERFORM ember.append_steward_record(
+        'assistant', v_text, 'agent', (p_response -> 'content')::json, p_now => p_now
     );
 
     FOR b IN
@@ -247,10 +247,10 @@ BEGIN
                 p_run, b ->> 'name', b -> 'input', coalesce(p_embeddings, '{}') -> (b ->> 'id'), p_now
             ) AS t;
         END IF;
-        PERFORM ember.append_message(
+        PERFORM ember.append_steward_record(
             -- A name the model invented may not be an identifier: the row keeps none rather than
             -- refusing the whole step (the result already says the tool does not exist).
-            'memory-steward', 'tool_result', v_content, 'system', NULL, b ->> 'id',
+            'tool_result', v_content, 'system', NULL, b ->> 'id',
             CASE WHEN ember.is_safe_tool_name(b ->> 'name') THEN b ->> 'name' END,
             CASE WHEN v_error THEN 'error' ELSE 'ok' END, p_now => p_now
         );
@@ -264,7 +264,7 @@ BEGIN
 
     IF v_calls = 0 THEN
         v_reminder := ember.steward_reminder();
-        PERFORM ember.append_message('memory-steward', 'user', v_reminder, 'system', p_now => p_now);
+        PERFORM ember.append_steward_record('user', v_reminder, 'system', p_now => p_now);
     END IF;
 
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;

@@ -72,6 +72,8 @@ AS $$
 BEGIN
     UPDATE staged_rows AS a SET (error_code, error) = (
         SELECT c.code, c.msg FROM (VALUES
+            (0, 'EM027', CASE WHEN a.thread_id = 'memory-steward'
+                THEN 'the memory steward''s record is written by the steward only' END),
             (1, 'EM003', CASE WHEN a.role IS NULL OR a.role NOT IN ('user', 'assistant', 'tool_result', 'event')
                 THEN format('unknown role %s', coalesce('"' || a.role || '"', 'NULL')) END),
             (2, 'EM004', CASE WHEN a.author NOT IN ('human', 'agent', 'system', 'main')
@@ -88,18 +90,23 @@ BEGIN
             (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
                     AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
                 THEN format('unknown from_thread "%s"', a.from_thread) END),
+            (8, 'EM027', CASE WHEN a.from_thread = 'memory-steward'
+                THEN 'a row from the memory steward''s record: it is never copied, forked or quoted' END),
             -- The flow rules the messages_carrier_flow trigger enforces, asked here first so that
             -- the refusal names the row.
-            (8, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
+            (9, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
                     AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
                     AND ember.is_isolated(a.from_thread) AND NOT ember.is_isolated(a.thread_id)
                 THEN format('a row from isolated thread "%s" goes only to an isolated thread', a.from_thread) END),
-            (9, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
+            (10, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
                     AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
                     AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.thread_id)
                 THEN ember.carrier_flow_error(a.from_thread, a.thread_id) END),
-            (10, 'EM018', CASE WHEN a.tool_name IS NOT NULL AND NOT ember.is_safe_tool_name(a.tool_name)
-                THEN format('tool name %s is not an identifier', to_json(a.tool_name)) END)
+            (11, 'EM018', CASE WHEN a.tool_name IS NOT NULL AND NOT ember.is_safe_tool_name(a.tool_name)
+                THEN format('tool name %s is not an identifier', to_json(a.tool_name)) END),
+            (12, 'EM012', CASE WHEN NOT ember.time_accepted(a.created_at)
+                THEN format('created_at %s is outside the times Ember accepts (finite, from 1970 up to the end of 2199)',
+                            a.created_at) END)
         ) AS c (ord, code, msg)
         WHERE c.msg IS NOT NULL
         ORDER BY c.ord
@@ -115,6 +122,8 @@ BEGIN
         AND (a.tool_status IS NULL OR a.tool_status IN ('ok', 'error', 'pending'))
         AND a.content IS NOT NULL
         AND a.from_thread IS NULL
+        AND a.thread_id <> 'memory-steward'
+        AND ember.time_accepted(a.created_at)
         AND (a.tool_name IS NULL OR ember.is_safe_tool_name(a.tool_name)),
         false
     );
@@ -139,6 +148,11 @@ DECLARE
     v_ids bigint[];
 BEGIN
     PERFORM ember.require_now(p_now);
+    IF p_thread = 'memory-steward' THEN
+        RAISE EXCEPTION 'thread "memory-steward": the memory steward''s record is written by the steward only'
+            USING ERRCODE = 'EM027',
+                  HINT = 'hosts write to main, side and task threads; the steward writes its own record';
+    END IF;
     IF p_rows IS NULL OR json_typeof(p_rows) <> 'array' THEN
         RAISE EXCEPTION 'thread "%": rows must be a JSON array of objects, got %',
             p_thread, coalesce(json_typeof(p_rows), 'NULL')

@@ -97,11 +97,15 @@ AS $$
          WHERE f.kind = 'n' AND jsonb_typeof(p_record -> f.field) = 'number'
              AND NOT (p_record ->> f.field ~ '^[0-9]{1,9}$')
          LIMIT 1),
-        (SELECT format('"%s" is not a timestamp: %s', f.field, p_record ->> f.field)
+        (SELECT CASE WHEN ember.text_is_timestamptz(v.t)
+                THEN format('"%s" %s is outside the times Ember accepts (finite, from 1970 up to the end of 2199)',
+                            f.field, v.t)
+                ELSE format('"%s" is not a timestamp: %s', f.field, v.t) END
          FROM ember.import_fields(p_type) AS f
+         CROSS JOIN LATERAL (SELECT p_record ->> f.field AS t) AS v
          WHERE f.field IN ('created_at', 'started_at', 'ended_at')
              AND jsonb_typeof(p_record -> f.field) = 'string'
-             AND NOT ember.text_is_timestamptz(p_record ->> f.field)
+             AND CASE WHEN ember.text_is_timestamptz(v.t) THEN NOT ember.time_accepted(v.t::timestamptz) ELSE true END
          LIMIT 1),
         (SELECT '"blocks" must hold JSON text'
          WHERE p_type = 'message' AND jsonb_typeof(p_record -> 'blocks') = 'string'

@@ -174,13 +174,13 @@ BEGIN
             WHEN NOT ember.is_safe_thread_id(it.id) THEN format('thread id %s is not an identifier', to_json(it.id))
             WHEN first_line.lineno < it.lineno
                 THEN format('thread "%s" is already defined on line %s', it.id, first_line.lineno)
-            WHEN it.stored AND it.stored_kind <> it.kind
-                THEN format('thread "%s" is stored with kind %s, not %s', it.id, it.stored_kind, it.kind)
-            WHEN it.stored THEN NULL
-            WHEN it.kind NOT IN ('main', 'side', 'task')
-                THEN format('thread "%s": unknown kind "%s" (main, side, task)', it.id, it.kind)
             WHEN it.seal_tier NOT IN ('open', 'isolated')
                 THEN format('thread "%s": unknown seal tier "%s"', it.id, it.seal_tier)
+            -- A stored thread: the file may not loosen who reads it (the rule create_thread
+            -- states in EM013 too); a file that isolates it seals it (import_seal_threads).
+            WHEN it.stored THEN ember.thread_record_conflict(it.id, it.kind, it.category, it.seal_tier)
+            WHEN it.kind NOT IN ('main', 'side', 'task')
+                THEN format('thread "%s": unknown kind "%s" (main, side, task)', it.id, it.kind)
             WHEN it.status NOT IN ('active', 'ended', 'archived')
                 THEN format('thread "%s": unknown status "%s"', it.id, it.status)
             WHEN it.category IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.categories AS k WHERE k.name = it.category)
@@ -198,8 +198,42 @@ BEGIN
         ) AS first_line
     ) AS c
     WHERE x.lineno = c.lineno AND c.error IS NOT NULL;
+    -- A thread whose every record was refused takes none of the file's generations or rows:
+    -- written into the stored thread, they would land under the stored rule the record disputed
+    -- (its labels, its seal), which is how a file could loosen who reads them.
+    CREATE TEMP TABLE import_refused_threads ON COMMIT DROP AS
+    SELECT it.id, min(it.lineno) AS lineno
+    FROM import_threads AS it
+    INNER JOIN import_records AS x ON x.lineno = it.lineno
+    GROUP BY it.id
+    HAVING bool_and(x.error IS NOT NULL);
     DELETE FROM import_threads AS it
     WHERE EXISTS (SELECT 1 FROM import_records AS x WHERE x.lineno = it.lineno AND x.error IS NOT NULL);
+END;
+$$;
+
+-- 2b. A stored open thread that the file says is isolated is sealed before anything of the file
+-- is checked against it or written into it: the stricter rule applies to the stored thread
+-- first (seal_thread, with everything a seal does), and the summary names it. Returns the
+-- threads sealed. A rejected file undoes this with everything else (import_staged).
+CREATE OR REPLACE FUNCTION ember.import_seal_threads()
+RETURNS text[]
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_sealed text[] := '{}';
+    r record;
+BEGIN
+    FOR r IN
+        SELECT it.id FROM import_threads AS it
+        INNER JOIN ember.threads AS t ON t.id = it.id
+        WHERE it.stored AND it.seal_tier = 'isolated' AND t.seal_tier = 'open'
+        ORDER BY it.id
+    LOOP
+        PERFORM ember.seal_thread(r.id);
+        v_sealed := v_sealed || r.id;
+    END LOOP;
+    RETURN v_sealed;
 END;
 $$;
 
@@ -228,6 +262,11 @@ BEGIN
     UPDATE import_records AS x SET error = c.error
     FROM (
         SELECT ig.lineno, CASE
+            WHEN ig.thread_id = 'memory-steward'
+                THEN 'the memory steward''s record is written by the steward only'
+            WHEN EXISTS (SELECT 1 FROM import_refused_threads AS r WHERE r.id = ig.thread_id)
+                THEN format('thread "%s": its record on line %s was refused', ig.thread_id,
+                    (SELECT r.lineno FROM import_refused_threads AS r WHERE r.id = ig.thread_id))
             WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = ig.thread_id)
                 AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = ig.thread_id)
                 THEN format('unknown thread "%s"', ig.thread_id)
@@ -331,6 +370,13 @@ BEGIN
     UPDATE staged_rows AS a SET (error_code, error) = ('import', c.error)
     FROM (
         SELECT s.idx, CASE
+            WHEN s.thread_id = 'memory-steward'
+                THEN 'the memory steward''s record is written by the steward only'
+            WHEN EXISTS (SELECT 1 FROM import_refused_threads AS r WHERE r.id = s.thread_id)
+                THEN format('thread "%s": its record on line %s was refused', s.thread_id,
+                    (SELECT r.lineno FROM import_refused_threads AS r WHERE r.id = s.thread_id))
+            WHEN s.from_thread = 'memory-steward'
+                THEN 'a row from the memory steward''s record: it is never copied, forked or quoted'
             WHEN NOT EXISTS (SELECT 1 FROM import_threads AS it WHERE it.id = s.thread_id)
                 AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = s.thread_id)
                 THEN format('unknown thread "%s"', s.thread_id)
@@ -346,7 +392,9 @@ BEGIN
         FROM staged_rows AS s
         WHERE s.error IS NULL AND NOT s.present AND (
             s.from_thread IS NOT NULL
+            OR s.thread_id = 'memory-steward'
             OR NOT EXISTS (SELECT 1 FROM import_targets AS o WHERE o.thread_id = s.thread_id AND o.ordinal = s.ordinal)
+            OR EXISTS (SELECT 1 FROM import_refused_threads AS r WHERE r.id = s.thread_id)
         )
     ) AS c
     WHERE a.idx = c.idx AND c.error IS NOT NULL;
@@ -364,7 +412,8 @@ BEGIN
     -- defined in this file is not stored yet: it is set aside for the check, and the flow
     -- trigger checks it when the row is written.
     UPDATE staged_rows AS a SET file_from_thread = a.from_thread, from_thread = NULL
-    WHERE a.from_thread IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.from_thread);
+    WHERE a.from_thread IS NOT NULL AND a.from_thread <> 'memory-steward'
+        AND NOT EXISTS (SELECT 1 FROM ember.threads AS t WHERE t.id = a.from_thread);
     UPDATE staged_rows AS a SET error_code = 'skip' WHERE a.present AND a.error IS NULL;
     PERFORM ember.staged_rows_check();
     UPDATE staged_rows AS a SET error_code = NULL WHERE a.error_code = 'skip';
@@ -554,9 +603,10 @@ DECLARE
     v_rejected jsonb;
     v_counts jsonb;
     v_messages integer;
+    v_sealed text[];
 BEGIN
     DROP TABLE IF EXISTS pg_temp.import_records, pg_temp.import_threads, pg_temp.import_generations,
-        pg_temp.import_stored, pg_temp.import_targets;
+        pg_temp.import_stored, pg_temp.import_targets, pg_temp.import_refused_threads;
     -- The file's rows are sorted and hashed whole; the default work_mem sends a file of a few
     -- tens of megabytes to disk. For this transaction only.
     IF pg_size_bytes(current_setting('work_mem')) < pg_size_bytes('64MB') THEN
@@ -565,17 +615,25 @@ BEGIN
 
     PERFORM ember.import_parse_lines();
     PERFORM ember.import_check_threads();
-    PERFORM ember.import_check_generations();
-    PERFORM ember.import_check_messages();
-    PERFORM ember.import_check_message_rules();
+    -- The seals come before the checks of generations and rows, which then see each thread as
+    -- it will be; a file that is refused undoes them (the block's savepoint) and writes nothing.
+    BEGIN
+        v_sealed := ember.import_seal_threads();
+        PERFORM ember.import_check_generations();
+        PERFORM ember.import_check_messages();
+        PERFORM ember.import_check_message_rules();
 
-    SELECT coalesce(jsonb_agg(jsonb_build_object('line', x.lineno, 'reason', x.error) ORDER BY x.lineno), '[]')
-    INTO v_rejected
-    FROM import_records AS x WHERE x.error IS NOT NULL;
-    IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
+        SELECT coalesce(jsonb_agg(jsonb_build_object('line', x.lineno, 'reason', x.error) ORDER BY x.lineno), '[]')
+        INTO v_rejected
+        FROM import_records AS x WHERE x.error IS NOT NULL;
+        IF jsonb_array_length(v_rejected) > 0 AND NOT p_partial THEN
+            RAISE EXCEPTION 'import refused' USING ERRCODE = 'EM142';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'EM142' THEN
         RETURN jsonb_build_object('written', false, 'threads', 0, 'generations', 0, 'messages', 0,
-            'present', 0, 'threads_present', 0, 'generations_present', 0, 'rejected', v_rejected);
-    END IF;
+            'present', 0, 'threads_present', 0, 'generations_present', 0, 'sealed', '[]'::jsonb,
+            'rejected', v_rejected);
+    END;
 
     v_counts := ember.import_counts();
     PERFORM ember.import_write_threads();
@@ -589,6 +647,7 @@ BEGIN
             'messages', v_messages + (v_counts ->> 'present')::integer));
     END IF;
 
-    RETURN v_counts || jsonb_build_object('written', true, 'messages', v_messages, 'rejected', v_rejected);
+    RETURN v_counts || jsonb_build_object('written', true, 'messages', v_messages,
+        'sealed', to_jsonb(v_sealed), 'rejected', v_rejected);
 END;
 $$;

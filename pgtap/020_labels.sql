@@ -106,7 +106,7 @@ SELECT throws_ok($$SELECT ember.generation_labels('00000000-0000-0000-0000-00000
 SELECT is(ember.report_read_generations(ember.latest_generation('memory-steward'),
                                         ARRAY[ember.latest_generation('doc')]),
           '{health}'::text[], 'reading a category thread''s generation labels the steward''s generation');
-SELECT ember.append_message('memory-steward', 'assistant', 'noted the knee');
+SELECT ember.append_steward_record('assistant', 'noted the knee');
 SELECT is((SELECT categories FROM ember.messages WHERE content = 'noted the knee'), '{health}'::text[],
           'the steward''s next row carries that label');
 SELECT is(ember.report_read_generations(ember.latest_generation('memory-steward'),
@@ -129,19 +129,20 @@ SELECT is((SELECT count(*)::int FROM ember.generation_sources
 SELECT throws_ok($$SELECT ember.report_read_generations('00000000-0000-0000-0000-000000000002', '{}')$$,
                  'EM020', NULL, 'reporting for an unknown generation is a named error');
 
--- A row from one carrier into another carries everything the sender had read. The steward's
--- record is never a source (EM027), so the row goes from main into the steward's.
+-- A row from one carrier into another would carry everything the sender had read, but the only
+-- carriers are main and the steward, and the steward's record is written by the steward alone
+-- (EM027): it takes labels by reading (above), never by a row sent in.
 UPDATE ember.models SET tags = '{finance,health}' WHERE id = 'claude-opus-4-8';
 SELECT ember.set_thread_model('main', 'claude-opus-4-8');
 SELECT ember.set_thread_model('memory-steward', 'claude-opus-4-8');
 SELECT ember.append_message('main', 'event', 'doc: again', NULL, NULL, NULL, NULL, NULL, 'doc');
 SELECT ember.append_message('main', 'event', 'bank: again', NULL, NULL, NULL, NULL, NULL, 'bank');
 SELECT ember.start_generation('memory-steward');
-SELECT ember.append_message('memory-steward', 'event', 'main: digest this', NULL, NULL, NULL, NULL, NULL, 'main');
-SELECT is((SELECT categories FROM ember.messages WHERE content = 'main: digest this'),
-          '{finance,health}'::text[], 'a row from a carrier carries the sender''s labels');
-SELECT is(ember.generation_labels(ember.latest_generation('memory-steward')), '{finance,health}'::text[],
-          'and the receiving generation records the sender''s sources');
+SELECT throws_ok($$SELECT ember.append_message('memory-steward', 'event', 'main: digest this', NULL, NULL, NULL,
+                                               NULL, NULL, 'main')$$,
+                 'EM027', NULL, 'a row sent into the steward''s record is refused, from main too');
+SELECT is(ember.generation_labels(ember.latest_generation('memory-steward')), '{}'::text[],
+          'and the steward''s new generation carries nothing it did not read');
 SELECT throws_ok($$SELECT ember.append_message('main', 'event', 'steward: digest done', NULL, NULL, NULL, NULL,
                                                NULL, 'memory-steward')$$,
                  'EM027', NULL, 'a row whose source is the steward''s record is refused by name');

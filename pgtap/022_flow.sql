@@ -56,7 +56,7 @@ SELECT is((SELECT count(*)::int FROM ember.messages WHERE content = 'plain quest
           'and nothing of it is copied');
 SELECT is(cardinality(ember.copy_messages('main', ARRAY[(SELECT id FROM ember.messages WHERE content = 'plain question')], 'plain')),
           1, 'an unlabelled row of main may be copied');
-SELECT ember.append_message('memory-steward', 'assistant', 'steward note');
+SELECT ember.append_steward_record('assistant', 'steward note');
 SELECT throws_ok(format($$SELECT ember.copy_messages('memory-steward', ARRAY[%s], 'tagged')$$,
                         (SELECT id FROM ember.messages WHERE content = 'steward note')),
                  'EM027', NULL, 'the steward''s record is never copied');

@@ -14,7 +14,7 @@ SELECT ember.append_message('doc', 'user', 'knee: day 2');
 SELECT ember.append_message('doc', 'user', 'knee: day 3');
 SELECT ember.append_message('plain', 'user', 'weather chat');
 SELECT ember.append_message('vault', 'user', 'diary');
-SELECT ember.append_message('memory-steward', 'assistant', 'fact written');
+SELECT ember.append_steward_record('assistant', 'fact written');
 
 -- Viewers.
 SELECT throws_ok($$SELECT ember.thread_hidden_reason('ghost', 'plain')$$, 'EM029', 'unknown viewer "ghost"',

@@ -28,8 +28,7 @@ SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'doc
 SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
 SELECT ember.append_message('main', 'user', 'remember I hate calls', NULL, NULL, NULL, NULL, NULL, NULL,
                             '2026-12-01 09:20Z');
-SELECT ember.append_message('memory-steward', 'assistant', 'wrote a fact', NULL, NULL, NULL, NULL, NULL, NULL,
-                            '2026-12-01 09:21Z');
+SELECT ember.append_steward_record('assistant', 'wrote a fact', p_now => '2026-12-01 09:21Z');
 
 SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'main'), '{"remember I hate calls"}'::text[],
           'main''s rows from after the steward thread was created are in the backlog');

@@ -121,7 +121,8 @@ SELECT * FROM pg_temp.same('no steward yet');
 
 SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
 SELECT ember.append_message(t, 'assistant', 'later ' || t, p_now => '2026-12-01 09:20Z')
-FROM unnest(ARRAY['main', 'doc', 'bank', 'plain', 'vault', 'memory-steward']) AS t;
+FROM unnest(ARRAY['main', 'doc', 'bank', 'plain', 'vault']) AS t;
+SELECT ember.append_steward_record('assistant', 'later memory-steward', p_now => '2026-12-01 09:20Z');
 SELECT ember.append_message('main', 'event', 'doc: results', NULL, NULL, NULL, NULL, NULL, 'doc', '2026-12-01 09:21Z');
 SELECT * FROM pg_temp.same('a steward whose model is tagged for nothing');
 SELECT ok((SELECT count(*) FROM ember.backlog_waiting) >= 3, 'labelled threads and main wait for a tagged model');

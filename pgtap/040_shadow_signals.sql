@@ -10,7 +10,8 @@ SELECT ember.create_thread('vault', 'side', NULL, NULL, 'isolated');
 SELECT ember.ensure_steward_thread();
 SELECT ember.shadow_activate();
 SELECT ember.append_message(t, 'user', 'hello ' || t)
-FROM unnest(ARRAY['main', 's1', 's2', 's3', 'task1', 'vault', 'memory-steward']) AS t;
+FROM unnest(ARRAY['main', 's1', 's2', 's3', 'task1', 'vault']) AS t;
+SELECT ember.append_steward_record('user', 'hello memory-steward');
 
 CREATE FUNCTION pg_temp.signals(p_thread text) RETURNS text[]
 LANGUAGE sql AS $$

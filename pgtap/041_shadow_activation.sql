@@ -15,7 +15,8 @@ UPDATE ember.messages SET episode_id = '00000000-0000-0000-0000-000000000001'
 WHERE content IN ('a1 1', 'a1 2');
 -- b: history the steward never touched.
 SELECT ember.append_message('b', 'user', 'b old ' || i) FROM generate_series(1, 3) AS i;
-SELECT ember.append_message(t, 'user', 'hi') FROM unnest(ARRAY['main', 'vault', 'memory-steward']) AS t;
+SELECT ember.append_message(t, 'user', 'hi') FROM unnest(ARRAY['main', 'vault']) AS t;
+SELECT ember.append_steward_record('user', 'hi');
 
 CREATE FUNCTION pg_temp.gen(p_thread text, p_ordinal int) RETURNS uuid
 LANGUAGE sql AS $$ SELECT id FROM ember.generations WHERE thread_id = p_thread AND ordinal = p_ordinal $$;

@@ -88,7 +88,8 @@ SELECT ok(NOT EXISTS (SELECT 1 FROM ember.shadow_ready(pg_temp.at(1)) WHERE thre
           'an offer without unread rows is not ready');
 INSERT INTO ember.shadow_signals (thread_id, reason, created_at)
 SELECT t, 'task-ended', pg_temp.at(0) FROM unnest(ARRAY['main', 'vault', 'memory-steward']) AS t;
-SELECT ember.append_message(t, 'assistant', 'x') FROM unnest(ARRAY['main', 'vault', 'memory-steward']) AS t;
+SELECT ember.append_message(t, 'assistant', 'x') FROM unnest(ARRAY['main', 'vault']) AS t;
+SELECT ember.append_steward_record('assistant', 'x');
 SELECT is((SELECT count(*)::int FROM ember.shadow_ready(pg_temp.at(1)) WHERE thread_id IN ('main', 'vault', 'memory-steward')),
           0, 'main, isolated and steward threads are never ready, even with a stray offer');
 SELECT pg_temp.offer('r');

@@ -83,20 +83,20 @@ UPDATE ember.facts SET status = 'retired', retired_reason = 'superseded: zqxmark
 
 -- The steward's record: its write_fact call (in the raw blocks), a search result quoting the
 -- fact, and its reasoning quoting the user.
-SELECT ember.append_message(
-    'memory-steward', 'assistant', 'The user said: My locker code is zqxmarker4242, remember it.', NULL,
+SELECT ember.append_steward_record(
+    'assistant', 'The user said: My locker code is zqxmarker4242, remember it.', NULL,
     json_build_array(json_build_object(
         'type', 'tool_use', 'id', 'toolu_w1', 'name', 'write_fact',
         'input', json_build_object('text', 'Locker code is zqxmarker4242', 'evidence_kind', 'user-stated',
                                    'evidence', json_build_array(json_build_object('message_id', :m_secret)))
     ))
 ) AS s_call \gset
-SELECT ember.append_message('memory-steward', 'tool_result', 'fact ' || :f_code || ' written', NULL, NULL,
+SELECT ember.append_steward_record('tool_result', 'fact ' || :f_code || ' written', NULL, NULL,
                             'toolu_w1', 'write_fact', 'ok') AS s_written \gset
-SELECT ember.append_message('memory-steward', 'tool_result',
+SELECT ember.append_steward_record('tool_result',
                             format('fact %s [user-stated]: Locker zqxmarker4242 at the gym', :f_merged),
                             NULL, NULL, 'toolu_s1', 'search_memory', 'ok') AS s_search \gset
-SELECT ember.append_message('memory-steward', 'tool_result', 'fact 999 [user-stated]: Control fact keepmarker77',
+SELECT ember.append_steward_record('tool_result', 'fact 999 [user-stated]: Control fact keepmarker77',
                             NULL, NULL, 'toolu_s2', 'search_memory', 'ok') AS s_control \gset
 
 -- A shadow proposal that quotes it.

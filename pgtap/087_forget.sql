@@ -62,7 +62,7 @@ SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s, 987654321], %L)'
                  'no such message: 987654321', 'an unknown id is refused and named');
 SELECT is((SELECT content FROM ember.messages WHERE id = :m_tea), 'I drink green tea every morning.',
           'a refused call erases nothing, not even its valid ids');
-SELECT ember.append_message('memory-steward', 'assistant', 'noted') AS m_steward \gset
+SELECT ember.append_steward_record('assistant', 'noted') AS m_steward \gset
 SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], %L)', :m_steward, 'asked'), 'EM096', NULL,
                  'the steward''s own rows are refused');
 SELECT throws_ok('SELECT ember.forget_thread(''memory-steward'', ''asked'')', 'EM096', NULL,
