@@ -101,6 +101,12 @@ DECLARE
     v_evidence jsonb;
     v_acceptance jsonb;
 BEGIN
+    -- search_memory's rule (fact_visible): a fact derived from a thread sealed since is read by
+    -- no one, through this door either.
+    IF NOT ember.fact_visible(true, '{}', f.categories, f.source_threads) THEN
+        RAISE EXCEPTION 'fact %: derived from an isolated thread, it is read by no one', f.id
+            USING ERRCODE = 'EM095';
+    END IF;
     SELECT coalesce(jsonb_agg(ember.explain_pointer(e.ordinal, e.message_id, e.generation_id) ORDER BY e.ordinal), '[]')
     INTO v_evidence
     FROM ember.fact_evidence AS e WHERE e.fact_id = f.id;

@@ -147,7 +147,9 @@ DROP FUNCTION IF EXISTS ember.facts_as_of(timestamptz);
 -- holds now (active, or superseded: a superseded fact was true for its interval) whose validity
 -- contains T, with today's evidence. Retired, merged and forgotten facts are not knowledge.
 --
--- status is the fact's status at T (recorded) or now (valid). EM125 for another axis.
+-- status is the fact's status at T (recorded) or now (valid). EM125 for another axis. On both
+-- axes a fact derived from an isolated thread is left out, as search_memory leaves it out
+-- (fact_visible): the person's history is no door into a sealed thread.
 CREATE OR REPLACE FUNCTION ember.facts_as_of(p_at timestamptz, p_axis text DEFAULT 'recorded')
 RETURNS TABLE (
     fact_id bigint,
@@ -183,6 +185,7 @@ BEGIN
             ORDER BY h.at DESC, h.id DESC LIMIT 1
         ) AS s ON s.status = 'active'
         CROSS JOIN LATERAL ember.fact_validity_as_of(f.id, p_at) AS v
+        WHERE ember.fact_visible(true, '{}', f.categories, f.source_threads)
         ORDER BY f.id;
     ELSIF p_axis = 'valid' THEN
         RETURN QUERY
@@ -196,6 +199,7 @@ BEGIN
         ) AS w ON true
         WHERE f.status IN ('active', 'superseded') AND f.text IS NOT NULL
             AND f.valid_from <= p_at AND (f.valid_until IS NULL OR f.valid_until > p_at)
+            AND ember.fact_visible(true, '{}', f.categories, f.source_threads)
         ORDER BY f.id;
     ELSE
         RAISE EXCEPTION 'facts_as_of: the axis is recorded or valid, got %', coalesce(p_axis, 'none')
