@@ -69,6 +69,10 @@ CREATE OR REPLACE FUNCTION ember.staged_rows_check()
 RETURNS void
 LANGUAGE plpgsql
 AS $$
+DECLARE
+    -- The limits are read once for the statement (pgtap/081_append_messages_cost.sql).
+    v_max_bytes constant integer := ember.setting_int('max_message_bytes');
+    v_max_key constant integer := ember.setting_int('max_key_chars');
 BEGIN
     UPDATE staged_rows AS a SET (error_code, error) = (
         SELECT c.code, c.msg FROM (VALUES
@@ -87,6 +91,12 @@ BEGIN
                 THEN format('a tool_result row needs tool status ok, error or pending, got %s',
                     coalesce('"' || a.tool_status || '"', 'none')) END),
             (6, 'EM012', CASE WHEN a.content IS NULL THEN 'message content must not be null' END),
+            (6, 'EM090', CASE WHEN octet_length(a.content) > v_max_bytes
+                THEN format('content is %s bytes; the limit is %s (setting max_message_bytes)',
+                            octet_length(a.content), v_max_bytes) END),
+            (6, 'EM012', CASE WHEN length(a.tool_call_id) > v_max_key OR length(a.tool_name) > v_max_key
+                THEN format('tool call id or tool name is longer than %s characters (setting max_key_chars)',
+                            v_max_key) END),
             (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
                     AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
                 THEN format('unknown from_thread "%s"', a.from_thread) END),
@@ -121,6 +131,8 @@ BEGIN
         AND (a.role = 'tool_result') = (a.tool_status IS NOT NULL)
         AND (a.tool_status IS NULL OR a.tool_status IN ('ok', 'error', 'pending'))
         AND a.content IS NOT NULL
+        AND octet_length(a.content) <= v_max_bytes
+        AND greatest(length(a.tool_call_id), length(a.tool_name), 0) <= v_max_key
         AND a.from_thread IS NULL
         AND a.thread_id <> 'memory-steward'
         AND ember.time_accepted(a.created_at)

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(25);
+SELECT plan(27);
 
 -- A file is untrusted input: it may not loosen who reads a stored thread, write the steward's
 -- record, or plant a time that breaks every later write (functions/083_import.sql).
@@ -124,6 +124,19 @@ SELECT throws_ok($$SELECT ember.append_messages('open2', '[{"role": "user", "con
                  'EM012', NULL, 'and an infinite row time in a batch');
 SELECT lives_ok($$SELECT ember.append_message('open2', 'user', 'x', p_now => '2199-12-31 23:59Z')$$,
                 'the last minute of 2199 is accepted');
+
+-- Over-long content or keys are a refused line under --partial, not a failed import.
+UPDATE ember.settings SET value = '100' WHERE key = 'max_message_bytes';
+SELECT ember.create_thread('open3', 'side', p_now => '2026-03-01 08:00Z');
+SELECT pg_temp.import(true, pg_temp.message('open3', repeat('x', 101), ', "created_at": "2026-03-01T12:00:00Z"'),
+    pg_temp.message('open3', 'short', ', "created_at": "2026-03-01T12:01:00Z", "role": "tool_result", '
+                    '"tool_status": "ok", "tool_call_id": "' || repeat('c', 200) || '"'),
+    pg_temp.message('open3', 'kept', ', "created_at": "2026-03-01T12:02:00Z"')) AS r8 \gset
+SELECT is(pg_temp.reasons(:'r8'), ARRAY[
+    '2: content is 101 bytes; the limit is 100 (setting max_message_bytes)',
+    '3: tool call id or tool name is longer than 128 characters (setting max_key_chars)'],
+          'over-long content and keys are refused by line');
+SELECT is((SELECT count(*)::int FROM ember.messages WHERE content = 'kept'), 1, 'and the good line is written');
 
 SELECT * FROM finish();
 ROLLBACK;
