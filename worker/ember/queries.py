@@ -316,6 +316,8 @@ SEARCH_MEMORY: LiteralString = (
 
 # --- import and export (issue 13) ---
 
+# The largest message content, in bytes: the longest line a file may hold is derived from it.
+IMPORT_MESSAGE_LIMIT: LiteralString = "SELECT ember.setting_int('max_message_bytes')"
 # The import file's lines are staged here, then applied by one function call.
 IMPORT_STAGE: LiteralString = (
     "CREATE TEMP TABLE import_lines (lineno integer PRIMARY KEY, line text NOT NULL) ON COMMIT DROP"

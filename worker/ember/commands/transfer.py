@@ -8,6 +8,10 @@ from typing import Any
 
 from ember.commands.base import EXIT_REJECTED
 
+# Rejected lines listed one by one; past this many, the rest are counted. A file of millions of
+# bad lines would otherwise bury the summary, and the first few name what is wrong with it.
+LISTED_REJECTIONS = 1000
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     imp = sub.add_parser(
@@ -50,8 +54,14 @@ def run_import(args: argparse.Namespace) -> int:
     except ImportFileError as exc:
         print(f"ember import: {args.file}: {exc}", file=sys.stderr)
         return EXIT_REJECTED
-    for line, reason in result.rejected:
+    for line, reason in result.rejected[:LISTED_REJECTIONS]:
         print(f"{args.file}:{line}: {reason}", file=sys.stderr)
+    if len(result.rejected) > LISTED_REJECTIONS:
+        print(
+            f"ember import: {args.file}: {len(result.rejected) - LISTED_REJECTIONS} more "
+            f"line(s) rejected, not listed (the first {LISTED_REJECTIONS} are)",
+            file=sys.stderr,
+        )
     if not result.written:
         print(
             f"ember import: {len(result.rejected)} line(s) rejected; nothing imported "
@@ -59,6 +69,11 @@ def run_import(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_REJECTED
+    if result.sealed:
+        print(
+            f"sealed {len(result.sealed)} stored thread{'s' if len(result.sealed) > 1 else ''} "
+            f"the file isolates: {', '.join(result.sealed)}"
+        )
     # Counted as the file holds them: every record is either written or already present.
     print(
         f"imported {result.threads} threads, {result.generations} generations, "
