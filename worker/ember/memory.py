@@ -16,6 +16,7 @@ end its own line, close its own quotes or start a line that reads `fact <id>`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -24,6 +25,24 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ember import queries
+
+# Bounds on tool input, checked before any SQL runs: an id outside bigint would reach PostgreSQL
+# as numeric and fail to match any function, and a NUL cannot be sent as text at all.
+BIGINT_MAX = 2**63 - 1
+QUERY_MAX_CHARS = 2000
+REASON_MAX_CHARS = 500
+LIMIT_MAX = 50
+
+# Viewers a host can name (functions/025_visibility.sql): the person, or the id of a thread whose
+# agent reads. The steward's record is a viewer to SQL, one that reads main's rows, which every
+# other automated viewer is refused; no client of these tools reads as the steward.
+HUMAN_VIEWER = "human"
+STEWARD_THREAD = "memory-steward"
+# ember.is_safe_thread_id, checked here too so that a malformed viewer is named as such at start
+# instead of reaching the database as an "unknown viewer"; the database still decides which
+# thread ids exist.
+_THREAD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,127}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 TOOL_RESULT_NOTE = (
     "Facts from long-term memory. Each line is one fact: its id, its kind of evidence, and its "
@@ -42,27 +61,33 @@ class SearchMemoryInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     query: Annotated[
-        str, Field(min_length=1, max_length=2000, description="what to look for, in plain words")
+        str,
+        Field(
+            min_length=1, max_length=QUERY_MAX_CHARS, description="what to look for, in plain words"
+        ),
     ]
-    limit: Annotated[int, Field(default=10, ge=1, le=50, description="at most this many facts")] = (
-        10
-    )
+    limit: Annotated[
+        int, Field(default=10, ge=1, le=LIMIT_MAX, description="at most this many facts")
+    ] = 10
 
 
 class ExplainFactInput(BaseModel):
     """Why a fact is believed: the rows it was written from, who wrote it, and its history."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    fact_id: Annotated[int, Field(gt=0, description="a fact id from search_memory or recent_facts")]
+    fact_id: Annotated[
+        int,
+        Field(gt=0, le=BIGINT_MAX, description="a fact id from search_memory or recent_facts"),
+    ]
 
 
 class RecentFactsInput(BaseModel):
     """The newest facts in long-term memory that you may read, newest first."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    limit: Annotated[int, Field(default=10, ge=1, le=50, description="at most this many facts")] = (
-        10
-    )
+    limit: Annotated[
+        int, Field(default=10, ge=1, le=LIMIT_MAX, description="at most this many facts")
+    ] = 10
 
 
 class ForgetInput(BaseModel):
@@ -72,9 +97,10 @@ class ForgetInput(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    fact_id: Annotated[int, Field(gt=0, description="the id of the fact to forget")]
+    fact_id: Annotated[int, Field(gt=0, le=BIGINT_MAX, description="the id of the fact to forget")]
     reason: Annotated[
-        str, Field(min_length=1, max_length=500, description="why, in the user's words")
+        str,
+        Field(min_length=1, max_length=REASON_MAX_CHARS, description="why, in the user's words"),
     ]
 
 
@@ -107,17 +133,89 @@ class MemoryRefused(Exception):
         self.sqlstate = sqlstate
 
 
+def shown(text: str, limit: int = 60) -> str:
+    """A text from outside, for a message: quoted, escaped and cut, so it stays one short line."""
+    cut = text if len(text) <= limit else text[:limit] + "..."
+    return json.dumps(_SURROGATE.sub("\ufffd", cut), ensure_ascii=False)
+
+
+def _argument(name: str) -> str:
+    """An argument's name for a message: `shown` without the quotes."""
+    return shown(name, 40)[1:-1]
+
+
+def viewer_problem(viewer: str) -> str | None:
+    """Why `viewer` cannot serve as the fixed viewer of the memory tools, None when it can.
+
+    Only the form is checked here; whether such a thread exists is the database's answer (EM029).
+    """
+    if viewer == HUMAN_VIEWER:
+        return None
+    if viewer == STEWARD_THREAD:
+        return (
+            f"\"{STEWARD_THREAD}\" is the memory steward's own record, which reads main's rows; "
+            "name the thread whose agent reads, or 'human'"
+        )
+    if not _THREAD_ID.fullmatch(viewer):
+        return (
+            f"{shown(viewer)} is not a thread id: a letter or digit, then letters, digits, "
+            '"_", "-", ".", ":", "@" or "/"; 128 at most'
+        )
+    return None
+
+
+def _text_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "holds a NUL character (U+0000), which memory can neither store nor search"
+    if _SURROGATE.search(text):
+        return "holds a lone surrogate (U+D800..U+DFFF without its pair), which is not Unicode text"
+    return None
+
+
+def _check_texts(arguments: Any) -> None:
+    """Refuse NUL and lone surrogates anywhere in the arguments, naming the argument.
+
+    Checked before the schema: PostgreSQL cannot take a NUL in text, and a lone surrogate
+    cannot be encoded as UTF-8, so either would fail at the driver instead of being refused.
+    """
+    if not isinstance(arguments, dict):
+        return
+    pending: list[tuple[str, Any]] = []
+    for key, value in arguments.items():
+        name = str(key)
+        problem = _text_problem(name)
+        if problem is not None:
+            raise ToolInputError(f"an argument name {problem}")
+        pending.append((name, value))
+    while pending:
+        name, value = pending.pop()
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem is not None:
+                raise ToolInputError(f"{_argument(name)}: {problem}")
+        elif isinstance(value, dict):
+            pending.extend((name, v) for v in value.values())
+            pending.extend((name, k) for k in value if isinstance(k, str))
+        elif isinstance(value, list):
+            pending.extend((name, v) for v in value)
+
+
 def parse_input(name: str, arguments: Any) -> BaseModel:
     """Validate a tool call's arguments against its model (JSON semantics: "12" is no int)."""
     model = TOOL_INPUTS.get(name)
     if model is None:
-        raise ToolInputError(f'unknown tool "{name}"; the tools are {", ".join(TOOL_INPUTS)}')
+        raise ToolInputError(f"unknown tool {shown(name)}; the tools are {', '.join(TOOL_INPUTS)}")
+    _check_texts(arguments)
     try:
-        return model.model_validate_json(json.dumps(arguments if arguments is not None else {}))
+        document = json.dumps(arguments if arguments is not None else {}, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ToolInputError("input: the arguments are not plain JSON values") from exc
+    try:
+        return model.model_validate_json(document)
     except ValidationError as exc:
         raise ToolInputError(
             "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'input'}: {err['msg']}"
+                f"{'.'.join(_argument(str(p)) for p in err['loc']) or 'input'}: {err['msg']}"
                 for err in exc.errors(include_url=False)
             )
         ) from exc
@@ -217,7 +315,11 @@ class Memory:
         self.allow_forget = allow_forget
 
     def check_viewer(self) -> None:
-        """Refuse an unknown viewer at start-up, not at the first call (EM029)."""
+        """Refuse the steward, a malformed or an unknown viewer at start-up, not at the first
+        call (EM029)."""
+        problem = viewer_problem(self.viewer)
+        if problem is not None:
+            raise MemoryRefused("EM029", f"viewer {problem}")
         try:
             self.conn.execute(queries.MEMORY_CHECK_VIEWER, {"viewer": self.viewer})
         except psycopg.Error as exc:
@@ -265,7 +367,7 @@ class Memory:
         """One tool call, rendered for the model. Raises ToolInputError or MemoryRefused."""
         if name not in self.tool_names():
             raise ToolInputError(
-                f'unknown tool "{name}"; the tools are {", ".join(self.tool_names())}'
+                f"unknown tool {shown(name)}; the tools are {', '.join(self.tool_names())}"
             )
         args = parse_input(name, arguments)
         if isinstance(args, SearchMemoryInput):

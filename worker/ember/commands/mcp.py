@@ -18,7 +18,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--viewer",
         default=os.environ.get("EMBER_MCP_VIEWER"),
-        help="whose labels apply: a thread id, or 'human' for the person (env EMBER_MCP_VIEWER)",
+        help="whose labels apply: a thread id, or 'human' for the person (env EMBER_MCP_VIEWER);"
+        " never the memory steward",
     )
     p.add_argument(
         "--database-url",
@@ -41,6 +42,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.viewer:
         raise CliError(EXIT_USAGE, "--viewer is required: a thread id, or 'human'")
     from ember.mcp_server import is_loopback, serve
+    from ember.memory import viewer_problem
+
+    # The form is checked before any connection; whether the thread exists is asked at start
+    # (exit 9, EM029), so a misconfigured client fails at once, never at its first call.
+    problem = viewer_problem(args.viewer)
+    if problem is not None:
+        raise CliError(EXIT_USAGE, f"--viewer {problem}")
 
     if args.http and not is_loopback(args.host):
         raise CliError(EXIT_USAGE, f"--host {args.host} is not a loopback address")
