@@ -42,6 +42,12 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "leak-audit": ("leaks", "every request the simulator received, after both pipelines ran"),
     "secrets": ("leaks", "the API key in worker output and request bodies"),
     "log-links": ("embedded server", "links planted at the server log; one user per checkout"),
+    "hostile-import": (
+        "hostile input",
+        "imports and host calls that would loosen isolation or write the steward's record",
+    ),
+    "hostile-lines": ("hostile input", "import lines a reader must refuse by number, bounded"),
+    "hostile-mcp": ("hostile input", "MCP requests that must be answered, never with internals"),
 }
 
 ROWS: dict[str, Row] = {}
