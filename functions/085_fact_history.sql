@@ -77,6 +77,9 @@ BEGIN
         v_change := 'forgotten';
     ELSIF new.status = 'superseded' AND old.status <> 'superseded' THEN
         v_change := 'superseded';
+    ELSIF new.status = 'active' AND old.status IN ('superseded', 'merged') THEN
+        -- Its closer stopped holding (099_fact_valid_time.sql, 097_cutover.sql); detail says why.
+        v_change := 'reopened';
     ELSIF new.status = 'merged' AND (old.status <> 'merged' OR old.merged_into IS DISTINCT FROM new.merged_into) THEN
         v_change := 'merged';
         v_run := coalesce(v_run, (SELECT t.run_id FROM ember.facts AS t WHERE t.id = new.merged_into));

@@ -35,8 +35,11 @@ AS $$
     ORDER BY t.id
 $$;
 
--- EM120 unless the scope names something that can be cut over.
-CREATE OR REPLACE FUNCTION ember.cutover_check_scope(p_scope text, p_value text)
+-- EM120 unless the scope names something that can be cut over. A rollback (p_rollback) asks only
+-- that the scope is well formed: a thread sealed since its cut-over can still be given back, since
+-- a rollback retires facts and reads nothing.
+DROP FUNCTION IF EXISTS ember.cutover_check_scope(text, text);
+CREATE OR REPLACE FUNCTION ember.cutover_check_scope(p_scope text, p_value text, p_rollback boolean DEFAULT FALSE)
 RETURNS void
 LANGUAGE plpgsql STABLE
 AS $$
@@ -49,6 +52,9 @@ BEGIN
         RAISE EXCEPTION 'cut-over scope %: %', p_scope,
             CASE WHEN p_scope = 'all' THEN 'takes no value' ELSE 'needs a ' || p_scope || ' name' END
             USING ERRCODE = 'EM120';
+    END IF;
+    IF p_rollback THEN
+        RETURN;
     END IF;
     IF p_scope = 'thread' THEN
         IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_value) THEN
@@ -116,6 +122,27 @@ AS $$
     WHERE b.thread_id = ANY(p_threads)
 $$;
 
+-- The facts a rollback of cut-over p_cutover takes back, the one rule of an exact inverse, which
+-- the rollback, its dry run and explain_fact read: each fact the promotion wrote that the steward
+-- did not confirm, wherever it is now (active, superseded, merged), and each fact a merge made
+-- from one of them, transitively (a merge of a merge). A confirmed promoted fact stays: the
+-- steward holds it on evidence of its own. via is the taken-back fact that brought a merge in.
+CREATE OR REPLACE FUNCTION ember.cutover_taken_back(p_cutover bigint)
+RETURNS TABLE (fact_id bigint, via bigint)
+LANGUAGE sql STABLE
+AS $$
+    WITH RECURSIVE t (fact_id, via) AS (
+        SELECT f.id, NULL::bigint FROM ember.facts AS f
+        WHERE f.cutover_id = p_cutover AND f.status IN ('active', 'superseded', 'merged')
+            AND NOT EXISTS (SELECT 1 FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
+        UNION
+        SELECT f.merged_into, t.fact_id FROM t
+        INNER JOIN ember.facts AS f ON f.id = t.fact_id
+        WHERE f.status = 'merged'
+    )
+    SELECT DISTINCT ON (t.fact_id) t.fact_id, t.via FROM t ORDER BY t.fact_id, t.via NULLS FIRST
+$$;
+
 -- What a cut-over (p_rollback false) or a rollback (true) of the scope would change, without
 -- changing it: the threads, the rows each pipeline then reads, the facts a rollback retires and
 -- keeps, and the comparison's numbers for the scope. refused names why the real call would fail.
@@ -135,7 +162,7 @@ DECLARE
     v_from bigint;
 BEGIN
     PERFORM ember.require_now(p_now);
-    PERFORM ember.cutover_check_scope(p_scope, p_value);
+    PERFORM ember.cutover_check_scope(p_scope, p_value, p_rollback);
     v_threads := ARRAY(SELECT ember.cutover_scope_threads(p_scope, p_value));
     v_active := ember.cutover_active(p_scope, p_value);
     SELECT * INTO c FROM ember.cutovers WHERE id = v_active;
@@ -181,9 +208,14 @@ BEGIN
             FROM ember.cutover_promotions AS p WHERE p.cutover_id = v_active
         ) END,
         'facts_to_retire', CASE WHEN p_rollback AND v_active IS NOT NULL THEN (
-            SELECT coalesce(jsonb_agg(f.id ORDER BY f.id), '[]') FROM ember.facts AS f
-            WHERE f.cutover_id = v_active AND f.status = 'active'
-                AND NOT EXISTS (SELECT 1 FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
+            SELECT coalesce(jsonb_agg(t.fact_id ORDER BY t.fact_id), '[]') FROM ember.cutover_taken_back(v_active) AS t
+        ) END,
+        'facts_to_reopen', CASE WHEN p_rollback AND v_active IS NOT NULL THEN (
+            SELECT coalesce(jsonb_agg(DISTINCT f.id ORDER BY f.id), '[]') FROM ember.facts AS f
+            INNER JOIN ember.cutover_taken_back(v_active) AS t
+                ON f.merged_into = t.fact_id OR f.superseded_by = t.fact_id
+            WHERE f.status IN ('merged', 'superseded')
+                AND NOT EXISTS (SELECT 1 FROM ember.cutover_taken_back(v_active) AS x WHERE x.fact_id = f.id)
         ) END,
         'facts_to_keep', CASE WHEN p_rollback AND v_active IS NOT NULL THEN (
             SELECT coalesce(jsonb_agg(f.id ORDER BY f.id), '[]') FROM ember.facts AS f
@@ -213,6 +245,7 @@ DECLARE
     v_overlap bigint;
     c ember.cutovers;
     v_plan jsonb;
+    v_point_at timestamptz;
 BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.cutover_check_scope(p_scope, p_value);
@@ -233,6 +266,16 @@ BEGIN
     IF v_overlap IS NOT NULL THEN
         RAISE EXCEPTION 'cut-over of % %: cut-over % already covers it', p_scope, coalesce(p_value, ''), v_overlap
             USING ERRCODE = 'EM122', HINT = 'roll that cut-over back first';
+    END IF;
+    -- The time the operator gives is the point's: never before the row at the point, nor before
+    -- the thread it names was created. Who and when the database saw fill recorded_by and
+    -- recorded_at by themselves.
+    SELECT m.created_at INTO v_point_at FROM ember.messages AS m ORDER BY m.seq DESC LIMIT 1;
+    IF p_now < v_point_at
+       OR p_now < (SELECT t.created_at FROM ember.threads AS t WHERE p_scope = 'thread' AND t.id = p_value) THEN
+        RAISE EXCEPTION 'cut-over at %: before the rows it follows (the last written at %)', p_now,
+            greatest(v_point_at, (SELECT t.created_at FROM ember.threads AS t WHERE p_scope = 'thread' AND t.id = p_value))
+            USING ERRCODE = 'EM120', HINT = 'omit p_now for the clock';
     END IF;
     v_plan := ember.cutover_plan(p_scope, p_value, false, p_now);
     INSERT INTO ember.cutovers (scope, scope_value, from_seq, from_at, created_by, note)
@@ -255,11 +298,12 @@ DECLARE
     v_threads text[];
     v_retired bigint[];
     v_kept bigint[];
+    v_taken bigint[];
     v_returned bigint;
     v_result jsonb;
 BEGIN
     PERFORM ember.require_now(p_now);
-    PERFORM ember.cutover_check_scope(p_scope, p_value);
+    PERFORM ember.cutover_check_scope(p_scope, p_value, true);
     IF p_by IS NULL OR btrim(p_by) = '' THEN
         RAISE EXCEPTION 'a rollback names who made it' USING ERRCODE = 'EM120';
     END IF;
@@ -275,17 +319,34 @@ BEGIN
     END IF;
     v_threads := ARRAY(SELECT ember.cutover_scope_threads(p_scope, p_value));
 
+    IF p_now < c.from_at THEN
+        RAISE EXCEPTION 'rollback of cut-over % at %: before the cut-over itself (%)', c.id, p_now, c.from_at
+            USING ERRCODE = 'EM120', HINT = 'omit p_now for the clock';
+    END IF;
     v_kept := ARRAY(
         SELECT f.id FROM ember.facts AS f
         WHERE f.cutover_id = c.id AND f.status = 'active'
             AND EXISTS (SELECT 1 FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
         ORDER BY f.id
     );
+    -- The exact inverse (ember.cutover_taken_back): every fact the window brought, wherever it is
+    -- now, and every merge that took one in. Merges first: their other sources are open again,
+    -- as they were before the merge; then all of them are retired, and a fact one of them had
+    -- superseded is reopened by fact_reopen_closed (099_fact_valid_time.sql).
+    v_taken := ARRAY(SELECT t.fact_id FROM ember.cutover_taken_back(c.id) AS t ORDER BY t.fact_id);
     PERFORM set_config('ember.cutover', c.id::text, true);
+    PERFORM set_config('ember.history_reason', format('cut-over %s rolled back: the merge it was part of took in a promoted fact', c.id), true);
+    UPDATE ember.facts AS f
+    SET status = 'active', merged_into = NULL, updated_at = p_now
+    WHERE f.status = 'merged' AND f.merged_into = ANY(v_taken) AND NOT (f.id = ANY(v_taken));
+    PERFORM set_config('ember.history_reason', '', true);
     WITH r AS (
         UPDATE ember.facts AS f
-        SET status = 'retired', retired_reason = format('cut-over %s rolled back', c.id), updated_at = p_now
-        WHERE f.cutover_id = c.id AND f.status = 'active' AND NOT (f.id = ANY(v_kept))
+        SET status = 'retired', merged_into = NULL, superseded_by = NULL,
+            retired_reason = CASE WHEN f.cutover_id = c.id THEN format('cut-over %s rolled back', c.id)
+                                  ELSE format('cut-over %s rolled back: merged from a fact it promoted', c.id) END,
+            updated_at = p_now
+        WHERE f.id = ANY(v_taken) AND f.status <> 'retired'
         RETURNING f.id
     )
     SELECT coalesce(array_agg(r.id ORDER BY r.id), '{}') INTO v_retired FROM r;
@@ -295,10 +356,15 @@ BEGIN
     WHERE m.thread_id = ANY(v_threads) AND m.seq > c.from_seq AND m.episode_id IS NULL;
 
     v_result := jsonb_build_object(
-        'retired_facts', to_jsonb(v_retired), 'kept_facts', to_jsonb(v_kept), 'rows_returned', v_returned
+        'retired_facts', to_jsonb(v_retired), 'kept_facts', to_jsonb(v_kept), 'rows_returned', v_returned,
+        -- Out of a merge (above) or no longer superseded (fact_reopen_closed): the history knows both.
+        'reopened_facts', to_jsonb(ARRAY(
+            SELECT DISTINCT h.fact_id FROM ember.fact_history AS h
+            WHERE h.change = 'reopened' AND h.cutover_id = c.id
+            ORDER BY h.fact_id))
     );
     UPDATE ember.cutovers
-    SET rolled_back_at = p_now, rolled_back_by = p_by,
+    SET rolled_back_at = p_now, rolled_back_by = p_by, rollback_recorded_by = session_user, rollback_recorded_at = now(),
         rollback_seq = (SELECT coalesce(max(m.seq), 0) FROM ember.messages AS m),
         rollback_result = v_result
     WHERE id = c.id;

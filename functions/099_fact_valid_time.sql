@@ -45,8 +45,11 @@ FOR EACH STATEMENT EXECUTE FUNCTION ember.fact_valid_from_evidence();
 
 -- Change when a fact was true. Refused (EM124): an interval that ends before it starts, a
 -- blank reason, or a fact that is merged, retired or forgotten (its validity is its successor's
--- or nobody's). EM095 for an unknown fact. A NULL p_valid_from keeps the fact's start. History
--- records the change with both intervals and the reason.
+-- or nobody's), a time outside those Ember accepts, a superseded fact that would end after its
+-- successor starts, or a fact that would start before a fact it superseded did. A fact that
+-- starts earlier closes what it superseded there too. EM095 for an unknown fact. A NULL
+-- p_valid_from keeps the fact's start. History records each change with both intervals and the
+-- reason.
 CREATE OR REPLACE FUNCTION ember.set_fact_validity(
     p_fact bigint, p_valid_from timestamptz, p_valid_until timestamptz, p_reason text,
     p_now timestamptz DEFAULT clock_timestamp()
@@ -57,6 +60,10 @@ AS $$
 DECLARE
     f ember.facts;
     v_from timestamptz;
+    v_next bigint;
+    v_next_from timestamptz;
+    v_prev bigint;
+    v_prev_from timestamptz;
 BEGIN
     PERFORM ember.require_now(p_now);
     SELECT * INTO f FROM ember.facts WHERE id = p_fact FOR UPDATE;
@@ -71,7 +78,29 @@ BEGIN
             CASE WHEN f.text IS NULL THEN 'forgotten' ELSE f.status END
             USING ERRCODE = 'EM124';
     END IF;
+    IF NOT ember.time_accepted(coalesce(p_valid_from, '2000-01-01')) OR NOT ember.time_accepted(coalesce(p_valid_until, '2000-01-01')) THEN
+        RAISE EXCEPTION 'fact %: a validity is finite times from 1970 up to the end of 2199, got % to %', p_fact,
+            coalesce(p_valid_from::text, 'unchanged'), coalesce(p_valid_until::text, 'open')
+            USING ERRCODE = 'EM124';
+    END IF;
     v_from := coalesce(p_valid_from, f.valid_from, f.created_at);
+    -- Validity follows the supersede chain: a superseded fact ends no later than its successor
+    -- starts, and a fact starts no earlier than any fact it superseded ends, so "what was true at
+    -- T" never holds both.
+    SELECT n.id, n.valid_from INTO v_next, v_next_from FROM ember.facts AS n WHERE n.id = f.superseded_by;
+    IF f.status = 'superseded' AND v_next_from IS NOT NULL AND p_valid_until > v_next_from THEN
+        RAISE EXCEPTION 'fact %: valid until % would overlap fact %, which superseded it and is valid from %',
+            p_fact, p_valid_until, v_next, v_next_from
+            USING ERRCODE = 'EM124';
+    END IF;
+    SELECT o.id, o.valid_from INTO v_prev, v_prev_from FROM ember.facts AS o
+    WHERE o.superseded_by = p_fact AND o.status = 'superseded' AND o.valid_from > v_from
+    ORDER BY o.valid_from DESC, o.id LIMIT 1;
+    IF v_prev IS NOT NULL THEN
+        RAISE EXCEPTION 'fact %: valid from % would start before fact %, which it superseded, became true (%)',
+            p_fact, v_from, v_prev, v_prev_from
+            USING ERRCODE = 'EM124';
+    END IF;
     IF p_valid_until IS NOT NULL AND p_valid_until < v_from THEN
         RAISE EXCEPTION 'fact %: valid until % is before valid from %', p_fact, p_valid_until, v_from
             USING ERRCODE = 'EM124';
@@ -84,11 +113,59 @@ BEGIN
     PERFORM set_config('ember.history_reason', p_reason, true);
     UPDATE ember.facts SET valid_from = v_from, valid_until = p_valid_until, updated_at = ember.require_now(p_now)
     WHERE id = p_fact;
+    -- An earlier start closes what it superseded earlier too: each such fact now ends where this
+    -- one begins, with its own history row.
+    PERFORM set_config('ember.history_reason',
+                       format('fact %s, which superseded it, now starts at %s: %s', p_fact, v_from, p_reason), true);
+    UPDATE ember.facts AS o SET valid_until = v_from, updated_at = p_now
+    WHERE o.superseded_by = p_fact AND o.status = 'superseded' AND o.valid_until > v_from;
     PERFORM set_config('ember.history_reason', '', true);
     RETURN jsonb_build_object('fact', p_fact, 'valid_from', v_from, 'valid_until', p_valid_until,
                               'was_from', f.valid_from, 'was_until', f.valid_until, 'reason', p_reason);
 END;
 $$;
+
+-- A fact closed by another stays closed only while its closer holds. When a fact that superseded
+-- others is retired (by the steward, consolidation, a cut-over's rollback) or forgotten, each fact
+-- it superseded is open again, with the validity it had before (the 'superseded' history row keeps
+-- it) and a 'reopened' history row saying why: Berlin superseded by Lisbon, Lisbon forgotten, and
+-- the person lives in Berlin again rather than nowhere. A retired fact that was itself superseded
+-- hands what it closed on to its own successor instead, which still holds: Berlin, Lisbon, Paris,
+-- Lisbon forgotten, and Berlin stays closed, by Paris. The reason names the closer and what became
+-- of it, never its retirement reason, which a model wrote and forgetting may have to erase.
+CREATE OR REPLACE FUNCTION ember.fact_reopen_closed()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_reason text := current_setting('ember.history_reason', true);
+BEGIN
+    IF old.status = 'superseded' AND old.superseded_by IS NOT NULL THEN
+        UPDATE ember.facts AS s SET superseded_by = old.superseded_by
+        WHERE s.superseded_by = new.id AND s.status = 'superseded';
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('ember.history_reason', format('fact %s, which superseded it, was %s', new.id,
+        CASE WHEN new.text IS NULL THEN 'forgotten' ELSE 'retired' END), true);
+    UPDATE ember.facts AS s
+    SET status = 'active', superseded_by = NULL,
+        valid_until = (
+            SELECT (h.validity ->> 'was_until')::timestamptz FROM ember.fact_history AS h
+            WHERE h.fact_id = s.id AND h.change = 'superseded'
+            ORDER BY h.id DESC LIMIT 1
+        ),
+        updated_at = greatest(new.updated_at, s.updated_at)
+    WHERE s.superseded_by = new.id AND s.status = 'superseded';
+    PERFORM set_config('ember.history_reason', coalesce(v_reason, ''), true);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER fact_reopen_closed
+AFTER UPDATE OF status ON ember.facts
+FOR EACH ROW
+WHEN (new.status = 'retired' AND old.status <> 'retired')
+EXECUTE FUNCTION ember.fact_reopen_closed();
 
 -- What Ember believed at recorded time p_at about when fact p_fact was true: the interval the
 -- last validity change at or before p_at left, else the one the first change after p_at found

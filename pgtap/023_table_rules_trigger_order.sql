@@ -42,7 +42,7 @@
 --       fact_history_no_truncate, fact_history_on_evidence, fact_history_on_fact, fact_text_fixed
 --   094_eval_record: eval_calls_price_tiers
 --   098_cutover_promote: cutover_promote_on_insert
---   099_fact_valid_time: fact_valid_from_evidence
+--   099_fact_valid_time: fact_reopen_closed, fact_valid_from_evidence
 --   991_input_guards: categories_key_length, messages_arrival_check, messages_arrival_guard,
 --       models_key_length, shadow_runs_key_length, threads_key_length
 BEGIN;
@@ -81,7 +81,8 @@ INSERT INTO intended VALUES
     ('facts', 'BEFORE', 'INSERT', 'ROW', ARRAY['facts_a_clean_text']),
     ('facts', 'BEFORE', 'UPDATE', 'ROW', ARRAY['fact_text_fixed']),
     ('facts', 'AFTER', 'INSERT', 'ROW', ARRAY['fact_history_on_fact']),
-    ('facts', 'AFTER', 'UPDATE', 'ROW', ARRAY['fact_history_on_fact']),
+    -- The change is recorded before the facts it closed are reopened.
+    ('facts', 'AFTER', 'UPDATE', 'ROW', ARRAY['fact_history_on_fact', 'fact_reopen_closed']),
     ('generation_progress', 'AFTER', 'INSERT', 'ROW', ARRAY['generation_progress_unpark_offer_new']),
     ('generation_progress', 'AFTER', 'UPDATE', 'ROW', ARRAY['generation_progress_unpark_offer']),
     ('generation_sources', 'BEFORE', 'DELETE', 'ROW', ARRAY['generation_sources_no_update_delete']),

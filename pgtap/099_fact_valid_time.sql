@@ -95,10 +95,11 @@ SELECT is((SELECT valid_from FROM ember.facts_as_of('2030-06-03 11:00+00', 'reco
 SELECT throws_ok(format('SELECT ember.set_fact_validity(%s, NULL, NULL, %L)', :f_berlin, 'reopen'), 'EM124', NULL,
                  'a superseded fact''s validity cannot be reopened');
 
+-- Lisbon's earlier start closed Berlin there too: what was true at a moment is never both.
 SELECT is((SELECT ember.explain_fact(:f_berlin) -> 'valid'),
-          jsonb_build_object('from', '2030-06-01T09:00:00+00:00', 'until', '2030-06-02T09:00:00+00:00',
+          jsonb_build_object('from', '2030-06-01T09:00:00+00:00', 'until', '2030-06-01T20:00:00+00:00',
                              'superseded_by', :f_lisbon),
-          'explain_fact shows the valid axis');
+          'explain_fact shows the valid axis, closed where its successor now starts');
 SELECT is((SELECT ember.explain_fact(:f_berlin) -> 'recorded' ->> 'written_at')::timestamptz,
           '2030-06-01 12:00+00'::timestamptz, 'and the recorded one');
 
