@@ -33,7 +33,7 @@ DECLARE
     ];
     v_keys text[];
     v_key text;
-    v_finished timestamptz;
+    v_reason text;
 BEGIN
     IF p_outcome IS NULL OR jsonb_typeof(p_outcome) <> 'object' THEN
         RETURN format('the outcome must be a JSON object, got %s', coalesce(jsonb_typeof(p_outcome), 'nothing'));
@@ -84,19 +84,9 @@ BEGIN
         RETURN format('latency_ms must be a non-negative integer, got %s', p_outcome -> 'latency_ms');
     END IF;
 
-    IF p_outcome ? 'finished_at' AND jsonb_typeof(p_outcome -> 'finished_at') <> 'null' THEN
-        -- Digits first: refuses the special inputs 'now', 'today', 'infinity', whose meaning
-        -- depends on when the text is read rather than on what the worker observed.
-        IF jsonb_typeof(p_outcome -> 'finished_at') <> 'string' OR p_outcome ->> 'finished_at' !~ '^\d{4}-' THEN
-            RETURN format('finished_at must be a timestamp string, got %s', p_outcome -> 'finished_at');
-        END IF;
-        BEGIN
-            v_finished := (p_outcome ->> 'finished_at')::timestamptz;
-        -- Any data exception: besides bad formats and fields, an unknown time zone (22023) and an
-        -- offset out of range (22009) are the worker's malformed input too, never a raw error.
-        EXCEPTION WHEN data_exception THEN
-            RETURN format('finished_at is not a timestamp: %s', p_outcome -> 'finished_at');
-        END;
+    v_reason := ember.reported_time_error('finished_at', p_outcome -> 'finished_at');
+    IF v_reason IS NOT NULL THEN
+        RETURN v_reason;
     END IF;
 
     IF jsonb_typeof(p_outcome -> 'proposals') <> 'array' THEN
@@ -218,12 +208,8 @@ BEGIN
         RAISE EXCEPTION 'shadow run %: malformed outcome: %', p_run, v_reason USING ERRCODE = 'EM044';
     END IF;
     v_prompt := ember.prompt_digest(p_outcome -> 'prompt_sha256', format('shadow run %s', p_run));
-    v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
-    v_lease_now := v_now;
-    IF abs(extract(EPOCH FROM r.started_at - r.claimed_clock)) < 1 THEN
-        v_lease_now := clock_timestamp();
-        v_now := greatest(least(v_now, v_lease_now), r.started_at);
-    END IF;
+    SELECT t.lease_now, t.recorded_at INTO v_lease_now, v_now
+    FROM ember.lease_times(r.started_at, r.claimed_clock, (p_outcome ->> 'finished_at')::timestamptz) AS t;
     IF v_lease_now >= r.lease_expires_at THEN
         RAISE EXCEPTION 'shadow run %: the lease expired at %, the outcome is from %', p_run,
             r.lease_expires_at, v_lease_now

@@ -147,6 +147,13 @@ BEGIN
             PERFORM ember.consolidation_refuse(format('fact %s is %s now, not active', v_id,
                                                       coalesce(CASE WHEN f.text IS NULL THEN 'forgotten' END, f.status, 'gone')));
         END IF;
+        -- Sealing stops every automated change (seal_thread aborts a steward call in flight the
+        -- same way): a thread sealed since the claim puts its facts out of the job's reach.
+        IF NOT ember.fact_visible(true, '{}', f.categories, f.source_threads) THEN
+            PERFORM ember.consolidation_refuse(format(
+                'fact %s is derived from a thread sealed since the claim; sealing stops every automated change',
+                v_id));
+        END IF;
     END LOOP;
     PERFORM set_config('ember.consolidation_run', p_run::text, true);
     PERFORM set_config('ember.consolidation_action', p_action::text, true);
@@ -178,6 +185,7 @@ DECLARE
     v_kind text := p_action ->> 'action';
     v_ids bigint[];
     v_n integer;
+    v_max constant integer := ember.setting_int('max_fact_chars');
 BEGIN
     IF jsonb_typeof(p_action) IS DISTINCT FROM 'object' THEN
         RETURN 'an action must be an object';
@@ -214,7 +222,57 @@ BEGIN
     IF v_kind = 'merge' AND jsonb_typeof(p_action -> 'text') IS DISTINCT FROM 'string' THEN
         RETURN 'a merge needs the merged fact''s text';
     END IF;
+    -- Every text a model writes is bounded: over the bound the action is refused with its reason
+    -- (the row keeps the text shortened) and its siblings go on.
+    IF jsonb_typeof(p_action -> 'text') = 'string' AND length(p_action ->> 'text') > v_max THEN
+        RETURN format('text is %s characters; a fact holds at most %s (setting max_fact_chars)',
+                      length(p_action ->> 'text'), v_max);
+    END IF;
+    IF length(p_action ->> 'reason') > v_max THEN
+        RETURN format('reason is %s characters; at most %s are taken (setting max_fact_chars)',
+                      length(p_action ->> 'reason'), v_max);
+    END IF;
     RETURN NULL;
+END;
+$$;
+
+-- Why a consolidation outcome is malformed, naming the field, or NULL: status completed or
+-- failed, usage a map of counts, latency_ms a count, finished_at a time Ember accepts, actions a
+-- list, error a string. Each field is checked before anything casts it, so a bad one is EM130
+-- with its name, never a raw cast or constraint error.
+CREATE OR REPLACE FUNCTION ember.consolidation_outcome_error(p_outcome jsonb)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_key text;
+BEGIN
+    IF jsonb_typeof(p_outcome) IS DISTINCT FROM 'object' THEN
+        RETURN format('the outcome must be a JSON object, got %s', coalesce(jsonb_typeof(p_outcome), 'nothing'));
+    END IF;
+    IF jsonb_typeof(p_outcome -> 'status') IS DISTINCT FROM 'string'
+       OR p_outcome ->> 'status' NOT IN ('completed', 'failed') THEN
+        RETURN format('status must be completed or failed, got %s', coalesce(left((p_outcome -> 'status')::text, 80), 'nothing'));
+    END IF;
+    IF p_outcome ? 'usage' AND jsonb_typeof(p_outcome -> 'usage') <> 'object' THEN
+        RETURN format('usage must be an object of token counts, got %s', jsonb_typeof(p_outcome -> 'usage'));
+    END IF;
+    SELECT u.key INTO v_key FROM jsonb_each(coalesce(p_outcome -> 'usage', '{}')) AS u
+    WHERE NOT ember.jsonb_is_count(u.value) ORDER BY u.key LIMIT 1;
+    IF v_key IS NOT NULL THEN
+        RETURN format('usage.%s must be a non-negative integer, got %s', left(v_key, 80),
+                      left((p_outcome -> 'usage' -> v_key)::text, 80));
+    END IF;
+    IF p_outcome ? 'latency_ms' AND NOT ember.jsonb_is_count(p_outcome -> 'latency_ms') THEN
+        RETURN format('latency_ms must be a non-negative integer, got %s', left((p_outcome -> 'latency_ms')::text, 80));
+    END IF;
+    IF p_outcome ? 'actions' AND jsonb_typeof(p_outcome -> 'actions') <> 'array' THEN
+        RETURN format('actions must be a list, got %s', jsonb_typeof(p_outcome -> 'actions'));
+    END IF;
+    IF p_outcome ? 'error' AND jsonb_typeof(p_outcome -> 'error') NOT IN ('string', 'null') THEN
+        RETURN format('error must be a string, got %s', jsonb_typeof(p_outcome -> 'error'));
+    END IF;
+    RETURN ember.reported_time_error('finished_at', p_outcome -> 'finished_at');
 END;
 $$;
 
@@ -232,6 +290,7 @@ AS $$
 DECLARE
     r ember.consolidation_runs;
     v_now timestamptz;
+    v_lease_now timestamptz;
     v_status text;
     a jsonb;
     i bigint;
@@ -241,6 +300,7 @@ DECLARE
     v_state text;
     v_fact bigint;
     v_min numeric := (ember.setting('consolidation_min_confidence') #>> '{}')::numeric;
+    v_max_chars constant integer := ember.setting_int('max_fact_chars');
     v_counts jsonb := '{"applied": 0, "refused": 0, "flagged": 0}';
     v_prompt text;
 BEGIN
@@ -254,17 +314,18 @@ BEGIN
     IF r.status <> 'running' THEN
         RAISE EXCEPTION 'consolidation run % is %, not running', p_run, r.status USING ERRCODE = 'EM134';
     END IF;
-    IF jsonb_typeof(p_outcome) IS DISTINCT FROM 'object'
-       OR p_outcome ->> 'status' IS NULL OR p_outcome ->> 'status' NOT IN ('completed', 'failed')
-       OR (p_outcome ? 'actions' AND jsonb_typeof(p_outcome -> 'actions') <> 'array')
-       OR EXISTS (SELECT 1 FROM jsonb_each(coalesce(p_outcome -> 'usage', '{}')) AS u WHERE NOT ember.jsonb_is_count(u.value)) THEN
-        RAISE EXCEPTION 'consolidation run %: malformed outcome (status completed or failed, usage counts, actions list)', p_run
-            USING ERRCODE = 'EM130';
+    v_err := ember.consolidation_outcome_error(p_outcome);
+    IF v_err IS NOT NULL THEN
+        RAISE EXCEPTION 'consolidation run %: malformed outcome: %', p_run, v_err USING ERRCODE = 'EM130';
     END IF;
     v_prompt := ember.prompt_digest(p_outcome -> 'prompt_sha256', format('consolidation run %s', p_run));
-    v_now := coalesce((p_outcome ->> 'finished_at')::timestamptz, clock_timestamp());
-    IF v_now >= r.lease_expires_at THEN
-        RAISE EXCEPTION 'consolidation run %: the lease expired at %', p_run, r.lease_expires_at USING ERRCODE = 'EM133';
+    -- The lease on the database's clock (026_run_clock.sql), as for shadow: a back-dated
+    -- finished_at passes no lapsed lease.
+    SELECT t.lease_now, t.recorded_at INTO v_lease_now, v_now
+    FROM ember.lease_times(r.started_at, r.claimed_clock, (p_outcome ->> 'finished_at')::timestamptz) AS t;
+    IF v_lease_now >= r.lease_expires_at THEN
+        RAISE EXCEPTION 'consolidation run %: the lease expired at %, the outcome is from %', p_run,
+            r.lease_expires_at, v_lease_now USING ERRCODE = 'EM133';
     END IF;
     v_status := p_outcome ->> 'status';
 
@@ -293,8 +354,8 @@ BEGIN
             ) VALUES (
                 p_run, i::integer,
                 CASE WHEN a ->> 'action' IN ('merge', 'supersede', 'retire', 'flag') THEN a ->> 'action' ELSE 'flag' END,
-                v_ids, CASE WHEN jsonb_typeof(a -> 'text') = 'string' THEN a ->> 'text' END,
-                coalesce(nullif(btrim(a ->> 'reason'), ''), '(none given)'),
+                v_ids, CASE WHEN jsonb_typeof(a -> 'text') = 'string' THEN ember.shorten_text(a ->> 'text', v_max_chars) END,
+                ember.shorten_text(coalesce(nullif(btrim(a ->> 'reason'), ''), '(none given)'), v_max_chars),
                 CASE WHEN jsonb_typeof(a -> 'confidence') = 'number' AND (a ->> 'confidence')::numeric BETWEEN 0 AND 1
                      THEN (a ->> 'confidence')::numeric END,
                 ember.facts_evidence_union(v_ids), v_state, v_err, v_now

@@ -3,8 +3,10 @@
 -- wait here for a person; accepting or rejecting one records who and when, and accepting a
 -- held-back action applies it through the same checks as the job's own (which may refuse it now).
 
--- The open queue, oldest first, each item with the facts it names as they are now. No fact of an
--- isolated thread can be here: such facts are never in a consolidation group.
+-- The open queue, oldest first, each item with the facts it names as they are now. An item that
+-- names a fact derived from an isolated thread is left out, as search_memory leaves the fact out:
+-- such facts are never in a consolidation group, but a thread may be sealed after the run that
+-- queued the item (accepting it is refused too: consolidation_apply).
 CREATE OR REPLACE VIEW ember.review_queue AS
 SELECT
     a.id AS action_id,
@@ -28,7 +30,12 @@ SELECT
     ) AS facts,
     a.created_at
 FROM ember.consolidation_actions AS a
-WHERE a.status = 'flagged' AND a.review IS NULL
+WHERE
+    a.status = 'flagged' AND a.review IS NULL
+    AND NOT EXISTS (
+        SELECT 1 FROM ember.facts AS f
+        WHERE f.id = any(a.fact_ids) AND NOT ember.fact_visible(TRUE, '{}', f.categories, f.source_threads)
+    )
 ORDER BY a.created_at, a.id;
 
 COMMENT ON VIEW ember.review_queue IS

@@ -319,6 +319,10 @@ def eval_judge_tool() -> dict[str, Any]:
 CONSOLIDATION_TOOL = "consolidate_facts"
 
 
+# The default of the setting max_fact_chars (db/migrations/0042_output_bounds.sql).
+FACT_TEXT_BOUND = 2000
+
+
 class ConsolidationAction(BaseModel):
     """One action on the facts shown."""
 
@@ -332,10 +336,25 @@ class ConsolidationAction(BaseModel):
             "flag: the facts in doubt",
         ),
     ]
+    # The bounds are told to the model in the schema and enforced per action in SQL
+    # (consolidation_action_error, setting max_fact_chars): one over-long action is refused
+    # with its reason while its siblings are applied, where a refusal here would fail the run.
     text: Annotated[
-        str | None, Field(default=None, description="merge only: the merged fact's text")
+        str | None,
+        Field(
+            default=None,
+            description="merge only: the merged fact's text",
+            json_schema_extra={"maxLength": FACT_TEXT_BOUND},
+        ),
     ] = None
-    reason: Annotated[str, Field(min_length=1, description="why, in one sentence")]
+    reason: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="why, in one sentence",
+            json_schema_extra={"maxLength": FACT_TEXT_BOUND},
+        ),
+    ]
     confidence: Annotated[float, Field(ge=0, le=1, description="how sure, from 0 to 1")]
 
 
