@@ -64,6 +64,27 @@ AS $$
     ORDER BY b.first_seq
 $$;
 
+-- Whether generation p_generation of thread p_thread has undigested rows the steward owns: all of
+-- them while the thread is not cut over, else only those at or below the cut-over point, the one
+-- rule of ownership (ember.cutover_from_seq) that the backlog view reads too. Rows above the point
+-- are shadow's, and never wake the steward.
+CREATE OR REPLACE FUNCTION ember.steward_owns_undigested(p_thread text, p_generation uuid)
+RETURNS boolean
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_from bigint := ember.cutover_from_seq(p_thread);
+BEGIN
+    IF v_from IS NULL THEN
+        RETURN true;
+    END IF;
+    RETURN EXISTS (
+        SELECT 1 FROM ember.messages AS m
+        WHERE m.generation_id = p_generation AND m.seq <= v_from AND m.episode_id IS NULL
+    );
+END;
+$$;
+
 -- Whether a claim could find steward work now, answered from generation_progress through its
 -- partial indexes (db/migrations/0045_steward_due.sql) without reading the backlog: some
 -- generation the steward reads has undigested rows, is covered by the steward model's tags, and
@@ -92,6 +113,7 @@ BEGIN
         FROM ember.generation_progress AS p
         INNER JOIN ember.generations AS g ON g.id = p.generation_id
         WHERE p.undigested > 0 AND p.steward_reads AND p.ended AND g.labels <@ v_tags
+            AND ember.steward_owns_undigested(p.thread_id, p.generation_id)
     ) OR EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
@@ -99,6 +121,7 @@ BEGIN
         WHERE p.undigested > 0 AND p.steward_reads
             AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
             AND g.labels <@ v_tags
+            AND ember.steward_owns_undigested(p.thread_id, p.generation_id)
     );
 END;
 $$;
