@@ -330,15 +330,30 @@ BEGIN
         ORDER BY f.id
     );
     -- The exact inverse (ember.cutover_taken_back): every fact the window brought, wherever it is
-    -- now, and every merge that took one in. Merges first: their other sources are open again,
-    -- as they were before the merge; then all of them are retired, and a fact one of them had
-    -- superseded is reopened by fact_reopen_closed (099_fact_valid_time.sql).
+    -- now, and every merge that took one in. First the other sources of those merges are split
+    -- back out, each re-checked against the evidence it has left (check_evidence, as forgetting
+    -- re-checks): still justified, active again as before the merge; not, retired. Then the
+    -- taken-back facts are retired together, and fact_reopen_closed (099_fact_valid_time.sql)
+    -- reopens what any of them had superseded. Every change is a history row naming the cut-over.
     v_taken := ARRAY(SELECT t.fact_id FROM ember.cutover_taken_back(c.id) AS t ORDER BY t.fact_id);
     PERFORM set_config('ember.cutover', c.id::text, true);
-    PERFORM set_config('ember.history_reason', format('cut-over %s rolled back: the merge it was part of took in a promoted fact', c.id), true);
-    UPDATE ember.facts AS f
-    SET status = 'active', merged_into = NULL, updated_at = p_now
-    WHERE f.status = 'merged' AND f.merged_into = ANY(v_taken) AND NOT (f.id = ANY(v_taken));
+    PERFORM set_config('ember.history_reason',
+                       format('cut-over %s rolled back: the merge it was part of stood on a promoted fact', c.id), true);
+    UPDATE ember.facts AS s
+    SET status = CASE WHEN k.justified THEN 'active' ELSE 'retired' END,
+        merged_into = NULL,
+        retired_reason = CASE WHEN NOT k.justified
+                              THEN format('cut-over %s rolled back: out of its merge, its own evidence no longer supports it', c.id) END,
+        updated_at = p_now
+    FROM (
+        SELECT x.id,
+            EXISTS (SELECT 1 FROM ember.fact_evidence AS e WHERE e.fact_id = x.id)
+            AND ember.check_evidence(NULL, x.evidence_kind, ember.facts_evidence_union(ARRAY[x.id]), false) IS NULL
+                AS justified
+        FROM ember.facts AS x
+        WHERE x.status = 'merged' AND x.merged_into = ANY(v_taken) AND NOT (x.id = ANY(v_taken)) AND x.text IS NOT NULL
+    ) AS k
+    WHERE s.id = k.id;
     PERFORM set_config('ember.history_reason', '', true);
     WITH r AS (
         UPDATE ember.facts AS f

@@ -133,6 +133,11 @@ $$;
 -- hands what it closed on to its own successor instead, which still holds: Berlin, Lisbon, Paris,
 -- Lisbon forgotten, and Berlin stays closed, by Paris. The reason names the closer and what became
 -- of it, never its retirement reason, which a model wrote and forgetting may have to erase.
+--
+-- A merge is not undone this way: a merged fact retired as no longer true takes its sources'
+-- statement with it, and forgetting re-checks the sources itself (087_forget.sql). Only a
+-- cut-over's rollback splits a merge back out, because the merge stood on a fact that is being
+-- taken back (097_cutover.sql).
 CREATE OR REPLACE FUNCTION ember.fact_reopen_closed()
 RETURNS trigger
 LANGUAGE plpgsql
