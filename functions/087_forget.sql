@@ -149,6 +149,9 @@ BEGIN
             -- Its judged pairs go with it (a foreign key cascaded this before migration 0036:
             -- judged_pairs stays on the coordinator, which cannot point into a distributed table).
             DELETE FROM ember.judged_pairs WHERE proposal_id = p.id;
+            -- And the record of its promotion, if a cut-over promoted it: the fact it wrote keeps
+            -- shadow_proposal_id (no foreign key) and is re-checked as every fact is.
+            DELETE FROM ember.cutover_promotions WHERE proposal_id = p.id AND thread_id = p.thread_id;
             DELETE FROM ember.shadow_proposals WHERE id = p.id AND thread_id = p.thread_id;
             proposals_erased := proposals_erased || p.id;
         ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
