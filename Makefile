@@ -15,7 +15,7 @@ PART = $(VENV)/.installed-$(1)
 # Every install reads a lock, requirements/PART.txt: exact versions with sha256 hashes.
 LOCK = requirements/$(1).txt
 
-.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean lock test-latest
+.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean lock test-latest test-long
 
 $(BASE): pyproject.toml setup.py scripts/install.py $(call LOCK,base)
 	@$(PYTHON) scripts/install.py $(VENV) base
@@ -69,6 +69,21 @@ pgtap: $(call PART,test)
 
 pytest: $(call PART,test) $(call PART,embed)
 	@$(BIN)/pytest -q
+
+## test-long: the stage-two schedule (pgtap/103) at STEPS steps (default 2000), SEEDS seeds
+STEPS ?= 2000
+SEEDS ?= 0.4242 0.1 0.7
+test-long: $(call PART,test)
+	@$(MAKE) --no-print-directory setup
+	@url=$$($(EMBER) testdb --name $(TEST_DB)); \
+	case "$$url" in *'?passfile='*) export PGPASSFILE="$${url#*\?passfile=}"; url="$${url%%\?*}";; esac; \
+	psql_bin=$$($(BIN)/python -c 'from ember.embedded import bin_dir; print(bin_dir() / "psql")'); \
+	for seed in $(SEEDS); do \
+		out=$$(pg_prove --verbose --psql-bin "$$psql_bin" --dbname "$$url" --set steps=$(STEPS) \
+			--set seed=$$seed pgtap/103_stage_two_schedule.sql 2>&1); status=$$?; \
+		printf '%s\n' "$$out" | grep -E '^(# seed|not ok|#  |Result)'; \
+		[ $$status -eq 0 ] || exit 1; \
+	done
 
 ## lint: sqlfluff over db/ and functions/, ruff and mypy --strict over Python
 lint: $(call PART,lint)
