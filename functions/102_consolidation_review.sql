@@ -3,11 +3,13 @@
 -- wait here for a person; accepting or rejecting one records who and when, and accepting a
 -- held-back action applies it through the same checks as the job's own (which may refuse it now).
 
--- The open queue, oldest first, each item with the facts it names as they are now. An item that
--- names a fact derived from an isolated thread is left out, as search_memory leaves the fact out:
--- such facts are never in a consolidation group, but a thread may be sealed after the run that
--- queued the item (accepting it is refused too: consolidation_apply).
-CREATE OR REPLACE VIEW ember.review_queue AS
+-- Every item a person has to decide or has decided: what the job flagged or held back, with the
+-- facts it names as they are now and, once decided, the decision with who, when, the note and the
+-- fact an accepted action wrote. An item that names a fact derived from an isolated thread is left
+-- out, as search_memory leaves the fact out: such facts are never in a consolidation group, but a
+-- thread may be sealed after the run that queued the item (accepting it is refused too:
+-- consolidation_apply).
+CREATE OR REPLACE VIEW ember.review_items AS
 SELECT
     a.id AS action_id,
     a.run_id,
@@ -28,15 +30,37 @@ SELECT
         FROM ember.facts AS f
         WHERE f.id = any(a.fact_ids)
     ) AS facts,
-    a.created_at
+    a.created_at,
+    a.status,
+    a.review,
+    a.reviewed_by,
+    a.reviewed_at,
+    a.review_note,
+    a.result_fact
 FROM ember.consolidation_actions AS a
 WHERE
-    a.status = 'flagged' AND a.review IS NULL
+    (a.status = 'flagged' OR a.review IS NOT NULL)
     AND NOT EXISTS (
         SELECT 1 FROM ember.facts AS f
         WHERE f.id = any(a.fact_ids) AND NOT ember.fact_visible(TRUE, '{}', f.categories, f.source_threads)
-    )
-ORDER BY a.created_at, a.id;
+    );
+
+-- The open queue, oldest first: the items no one has decided yet.
+CREATE OR REPLACE VIEW ember.review_queue AS
+SELECT
+    r.action_id,
+    r.run_id,
+    r.item,
+    r.action,
+    r.confidence,
+    r.reason,
+    r.proposed_text,
+    r.evidence,
+    r.facts,
+    r.created_at
+FROM ember.review_items AS r
+WHERE r.status = 'flagged' AND r.review IS NULL
+ORDER BY r.created_at, r.action_id;
 
 COMMENT ON VIEW ember.review_queue IS
 'Consolidation actions waiting for a person: item is contradiction (the job flagged it) or low-confidence merge,

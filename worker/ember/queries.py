@@ -627,3 +627,27 @@ DISTRIBUTION_EXCEPTIONS: LiteralString = (
 )
 # and the one-time commands, in order.
 DISTRIBUTION_COMMANDS: LiteralString = "SELECT * FROM ember.distribution_commands()"
+
+
+# ember review (functions/102_consolidation_review.sql): each list one jsonb value built in SQL,
+# so the table and --json show the same answer.
+# What waits, oldest first: the queue's rows as they are.
+REVIEW_WAITING: LiteralString = (
+    "SELECT coalesce(jsonb_agg(to_jsonb(q) ORDER BY q.created_at, q.action_id), '[]'::jsonb) "
+    "FROM ember.review_queue AS q"
+)
+# What was decided, in the order it was, with who, when, the note and the fact written.
+REVIEW_DECIDED: LiteralString = (
+    "SELECT coalesce(jsonb_agg(to_jsonb(d) ORDER BY d.reviewed_at, d.action_id), '[]'::jsonb) "
+    "FROM ember.review_items AS d WHERE d.review IS NOT NULL"
+)
+# One decision; who decided is --by, else the role this connection runs as.
+REVIEW_DECIDE: LiteralString = (
+    "SELECT ember.review_consolidation_action("
+    "%(id)s, %(decision)s, coalesce(%(by)s, current_user::text), %(note)s)"
+)
+# Whether an id names any consolidation action, asked after a refusal to tell an unknown id
+# (exit 11) from an item that is not waiting (exit 9): the SQL answers both with EM136.
+REVIEW_ACTION_EXISTS: LiteralString = (
+    "SELECT EXISTS (SELECT 1 FROM ember.consolidation_actions WHERE id = %(id)s)"
+)

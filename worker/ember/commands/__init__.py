@@ -23,6 +23,7 @@ MODULES = (
     "settings",
     "forget",
     "cutover",
+    "review",
     "search",
     "mcp",
     "models",
