@@ -140,6 +140,15 @@ BEGIN
                                                                ORDER BY k.id), '[]')
                                      FROM ember.fact_confirmations AS k WHERE k.fact_id = f.id)
         ) END,
+        -- What a rollback of an active cut-over would take back (097_cutover.sql, the same rule the
+        -- rollback applies): a promoted fact, or a merge that took one in (via names it).
+        'rollback_would_retire', (
+            SELECT jsonb_build_object('cutover', c.id, 'via', t.via)
+            FROM ember.cutovers AS c
+            CROSS JOIN LATERAL ember.cutover_taken_back(c.id) AS t
+            WHERE c.rolled_back_at IS NULL AND t.fact_id = f.id
+            ORDER BY c.id LIMIT 1
+        ),
         -- Facts merged into this one, from the history (a source forgotten since has left its
         -- merge link there, and its text nowhere).
         'merged_from', coalesce((

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(38);
+SELECT plan(40);
 
 -- Stage two where its parts meet: cut-over, rollback, consolidation, validity and sealing, each
 -- case one that broke before (docs/cutover.md, docs/consolidation.md). Time: day 1 the steward's
@@ -129,6 +129,9 @@ SELECT is(ember.cutover_plan('thread', 'b', TRUE, '2030-07-04 09:00+00') -> 'fac
           jsonb_build_array(:f_lisbon, :f_tea_b, :f_merged), 'the dry run names the promoted facts and the merge');
 SELECT is(ember.cutover_plan('thread', 'b', TRUE, '2030-07-04 09:00+00') -> 'facts_to_reopen',
           jsonb_build_array(:f_berlin, :f_tea), 'and the facts it reopens');
+SELECT is(ember.explain_fact(:f_merged) -> 'rollback_would_retire', jsonb_build_object('cutover', :cut_b, 'via', :f_tea_b),
+          'explain_fact says, by the same rule, that a rollback would take the merge back, and through which fact');
+SELECT is(ember.explain_fact(:f_tea) -> 'rollback_would_retire', 'null'::jsonb, 'and not the steward''s own fact');
 SELECT throws_ok($$SELECT ember.cutover_rollback('thread', 'b', 'ops', '2030-07-01 19:00+00')$$, 'EM120', NULL,
                  'a rollback from before its cut-over is refused');
 SELECT ember.cutover_rollback('thread', 'b', 'ops', '2030-07-04 09:00+00') AS rb \gset
