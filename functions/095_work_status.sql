@@ -29,6 +29,8 @@
 --            ready:   ready                 generations the next wake reads
 --            waiting: model-not-tagged      threads whose labels the steward's model is not tagged for
 --            waiting: idle-not-reached      a generation's thread not idle long enough, until a time
+--   cutover  active:  shadow-owns           an active cut-over: its scope's undigested rows above
+--                                           the point are shadow's, those at or below the steward's
 --   workers  connected: worker              a worker connected now (its connections in detail)
 --            seen:    worker                a worker not connected now that claimed within status_window
 --            none:    no-worker             no worker connected, and none claimed within status_window
@@ -267,6 +269,34 @@ BEGIN
 END;
 $$;
 
+-- work_status's cutover rows: for each active cut-over, which pipeline owns its scope's pending
+-- rows, by the one rule of ownership (cutover_from_seq): the undigested rows above the point are
+-- shadow's (items), those at or below it the steward's until it digests them.
+-- plpgsql: the cut-over functions it reads come later (097_cutover.sql).
+CREATE OR REPLACE FUNCTION ember.work_status_cutover()
+RETURNS SETOF ember.work_status_row
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    RETURN QUERY
+    SELECT 'cutover'::text, 'active'::text, 'shadow-owns'::text, n.above::integer,
+        c.scope || coalesce(':' || c.scope_value, ''), c.from_at, NULL::timestamptz,
+        format('cut-over %s: shadow owns the %s undigested row(s) above seq %s; the steward still digests %s '
+               'at or below it; roll back with ember cutover --scope %s --rollback',
+               c.id, n.above, c.from_seq, n.below, c.scope || coalesce(':' || c.scope_value, ''))
+    FROM ember.cutovers AS c
+    CROSS JOIN LATERAL (
+        SELECT count(*) FILTER (WHERE m.seq > c.from_seq) AS above,
+            count(*) FILTER (WHERE m.seq <= c.from_seq) AS below
+        FROM ember.cutover_scope_threads(c.scope, c.scope_value) AS t (id)
+        INNER JOIN ember.messages AS m ON m.thread_id = t.id AND m.episode_id IS NULL
+        -- A thread two cut-overs cover belongs to the earlier (cutover_for_thread).
+        WHERE ember.cutover_for_thread(t.id) = c.id
+    ) AS n
+    WHERE c.rolled_back_at IS NULL;
+END;
+$$;
+
 -- work_status's workers rows: each worker connected now or seen claiming within status_window,
 -- or one row saying there is none.
 CREATE OR REPLACE FUNCTION ember.work_status_workers(p_now timestamptz)
@@ -338,6 +368,8 @@ BEGIN
     SELECT * FROM ember.work_status_shadow(p_now)
     UNION ALL
     SELECT * FROM ember.work_status_steward(p_now)
+    UNION ALL
+    SELECT * FROM ember.work_status_cutover()
     UNION ALL
     SELECT * FROM ember.work_status_workers(p_now)
     ORDER BY 1, 2, 3, 5;

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(40);
+SELECT plan(42);
 
 -- Stage two where its parts meet: cut-over, rollback, consolidation, validity and sealing, each
 -- case one that broke before (docs/cutover.md, docs/consolidation.md). Time: day 1 the steward's
@@ -88,6 +88,12 @@ SELECT is(ember.steward_has_work('2030-07-03 09:00+00'), false,
 SELECT ember.append_message('a', 'user', 'I am back.', p_now => '2030-07-02 11:30+00');
 SELECT ember.start_generation('a', '2030-07-02 11:40+00');
 SELECT is(ember.steward_has_work('2030-07-03 09:00+00'), true, 'a row the steward owns still does');
+SELECT is((SELECT (state, reason, items, oldest)::text FROM ember.work_status('2030-07-03 09:00+00')
+           WHERE pipeline = 'cutover' AND oldest = 'thread:b'), ('active', 'shadow-owns', 2, 'thread:b')::text,
+          'work_status says shadow owns the cut-over scope''s pending rows');
+SELECT matches((SELECT detail FROM ember.work_status('2030-07-03 09:00+00')
+                WHERE pipeline = 'cutover' AND oldest = 'thread:b'),
+               'the steward still digests 0 at or below it', 'and how many the steward still digests');
 UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE thread_id = 'a' AND episode_id IS NULL;
 
 -- ---------------------------------------------------------------------------------------------

@@ -7,7 +7,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-UNITS = {"shadow": "thread", "steward": "generation", "workers": "connection"}
+UNITS = {
+    "shadow": "thread",
+    "steward": "generation",
+    "cutover": "row",
+    "workers": "connection",
+}
 
 
 def _when(value: datetime | None) -> str | None:
