@@ -44,3 +44,51 @@ CREATE OR REPLACE TRIGGER threads_steward_seal_cancel
 AFTER UPDATE OF seal_tier ON ember.threads
 FOR EACH ROW WHEN (new.seal_tier = 'isolated' AND old.seal_tier IS DISTINCT FROM 'isolated')
 EXECUTE FUNCTION ember.steward_seal_cancel();
+
+-- On a seal: the steward's record is redacted where it quotes the sealed thread, as forgetting
+-- redacts it (086_forget_redact.sql, forget_steward_runs): in each wake that read a row of the
+-- thread, the lines of those rows in the pages it was given become "m:ID [sealed]", and the
+-- rows' texts, and those of the facts written from the thread, where its own turns quote them
+-- verbatim. What the steward wrote from them stays in
+-- memory, hidden as every fact derived from an isolated thread is (fact_visible); its record no
+-- longer holds the thread's words for anything that reads it.
+-- plpgsql, and the steward's tables asked for first: this trigger is created before them.
+CREATE OR REPLACE FUNCTION ember.steward_seal_redact()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_ids bigint[];
+    v_contents text[];
+    v_facts bigint[];
+    v_texts text[];
+BEGIN
+    IF to_regclass('ember.steward_runs') IS NULL
+       OR NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = 'memory-steward') THEN
+        RETURN NULL;
+    END IF;
+    SELECT coalesce(array_agg(m.id ORDER BY m.id), '{}'), coalesce(array_agg(m.content ORDER BY m.id), '{}')
+    INTO v_ids, v_contents
+    FROM ember.messages AS m
+    WHERE m.thread_id = new.id AND m.erased_by IS NULL
+        AND EXISTS (SELECT 1 FROM ember.steward_runs AS r WHERE m.id = ANY(r.read_message_ids));
+    IF cardinality(v_ids) = 0 THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('ember.erasing', 'on', true);
+    PERFORM set_config('ember.redacting', 'seal', true);
+    -- The facts it wrote from the thread are quoted in its own turns (write_fact) too.
+    SELECT coalesce(array_agg(f.id ORDER BY f.id), '{}'), coalesce(array_agg(f.text ORDER BY f.id), '{}')
+    INTO v_facts, v_texts
+    FROM ember.facts AS f WHERE new.id = ANY(f.source_threads) AND f.text IS NOT NULL;
+    PERFORM ember.forget_steward_runs(v_ids, v_contents, v_facts, v_texts, '-infinity');
+    PERFORM set_config('ember.redacting', '', true);
+    PERFORM set_config('ember.erasing', '', true);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE TRIGGER threads_steward_seal_redact
+AFTER UPDATE OF seal_tier ON ember.threads
+FOR EACH ROW WHEN (new.seal_tier = 'isolated' AND old.seal_tier IS DISTINCT FROM 'isolated')
+EXECUTE FUNCTION ember.steward_seal_redact();

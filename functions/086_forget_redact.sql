@@ -6,6 +6,17 @@ RETURNS text
 LANGUAGE sql IMMUTABLE
 AS $$ SELECT '[forgotten]'::text $$;
 
+-- What replaces redacted text in the steward's record: the forgetting tombstone, or '[sealed]'
+-- while a seal redacts (the transaction-local setting ember.redacting, set by
+-- steward_seal_redact in 059_steward_seal.sql), so the record says why the text is gone.
+CREATE OR REPLACE FUNCTION ember.redaction_tombstone()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT CASE WHEN current_setting('ember.redacting', true) = 'seal' THEN '[sealed]'
+                ELSE ember.forget_tombstone() END
+$$;
+
 -- A string worth searching for elsewhere: short ones ("ok", "yes") name nothing and would match
 -- unrelated rows.
 CREATE OR REPLACE FUNCTION ember.forget_needles(p_texts text[])
@@ -31,7 +42,7 @@ RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT string_agg(
-        CASE WHEN e.id IS NOT NULL THEN p_label || e.id || ' ' || ember.forget_tombstone() ELSE l.line END,
+        CASE WHEN e.id IS NOT NULL THEN p_label || e.id || ' ' || ember.redaction_tombstone() ELSE l.line END,
         E'\n' ORDER BY l.o)
     FROM regexp_split_to_table(p_text, E'\n') WITH ORDINALITY AS l (line, o)
     LEFT JOIN (SELECT DISTINCT x.id FROM unnest(p_ids) AS x (id)) AS e
@@ -71,10 +82,10 @@ DECLARE
 BEGIN
     FOREACH n IN ARRAY p_needles LOOP
         IF strpos(p_content, n) > 0 THEN
-            p_content := replace(p_content, n, ember.forget_tombstone());
+            p_content := replace(p_content, n, ember.redaction_tombstone());
         END IF;
         IF strpos(v_blocks, n) > 0 THEN
-            v_blocks := replace(v_blocks, n, ember.forget_tombstone());
+            v_blocks := replace(v_blocks, n, ember.redaction_tombstone());
         END IF;
     END LOOP;
     BEGIN

@@ -34,7 +34,7 @@
 --   054_fact_text: facts_a_clean_text, shadow_proposals_a_clean_text
 --   056_output_bounds: a_shadow_proposal_bounds
 --   058_fact_evidence_guard: fact_evidence_not_isolated
---   059_steward_seal: threads_steward_seal_cancel
+--   059_steward_seal: threads_steward_seal_cancel, threads_steward_seal_redact
 --   080_write_state: generations_note_change, generations_note_ended, messages_note_digested,
 --       messages_note_progress, shadow_cursors_note_progress, shadow_runs_note_failures,
 --       shadow_runs_note_failures_new, shadow_runs_note_progress, threads_note_steward_reads
@@ -130,7 +130,7 @@ INSERT INTO intended VALUES
     ('steward_runs', 'BEFORE', 'INSERT', 'ROW', ARRAY['steward_runs_price_tiers']),
     ('threads', 'BEFORE', 'INSERT', 'ROW', ARRAY['threads_key_length', 'threads_reserved_ids']),
     ('threads', 'BEFORE', 'UPDATE', 'ROW', ARRAY['threads_category_fixed', 'threads_key_length', 'threads_kind_fixed', 'threads_model_routed', 'threads_reserved_ids', 'threads_seal_only_tightens']),
-    ('threads', 'AFTER', 'UPDATE', 'ROW', ARRAY['shadow_cancel_on_seal', 'shadow_cancel_on_thread_end', 'threads_note_steward_reads', 'threads_steward_seal_cancel', 'threads_unpark_offer']);
+    ('threads', 'AFTER', 'UPDATE', 'ROW', ARRAY['shadow_cancel_on_seal', 'shadow_cancel_on_thread_end', 'threads_note_steward_reads', 'threads_steward_seal_cancel', 'threads_steward_seal_redact', 'threads_unpark_offer']);
 
 SELECT results_eq(
     $$SELECT * FROM pg_temp.firing_order('messages') ORDER BY 1, 2, 3, 4$$,
