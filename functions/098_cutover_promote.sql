@@ -10,7 +10,8 @@
 --   (its rendered rows cold, its generation through through_seq hot; as submit_shadow_run);
 --   the steward's rule: check_evidence across threads (no isolated thread, no steward record);
 --   no pointer names a forgotten row;
---   every pointer is shadow's: a row above the cut-over point, or a generation wholly above it.
+--   every pointer is shadow's: a row above the cut-over point, a generation wholly above it, or
+--   the run's own generation when the run (cold) read only rows above the point.
 CREATE OR REPLACE FUNCTION ember.cutover_promotion_error(p ember.shadow_proposals, c ember.cutovers)
 RETURNS text
 LANGUAGE plpgsql STABLE
@@ -55,7 +56,12 @@ BEGIN
             RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
                 || format(': at or before cut-over %s''s point (seq %s), a row the steward reads', c.id, c.from_seq);
         END IF;
-        IF t.generation_id IS NOT NULL AND coalesce((
+        -- A generation pointer names the rows of it the run read: a cold run of the proposal's
+        -- own generation that started reading above the point read only shadow's rows, though
+        -- the generation began before it; any other generation must lie wholly above the point.
+        IF t.generation_id IS NOT NULL
+           AND NOT (t.generation_id = r.generation_id AND r.path = 'cold' AND r.from_seq >= c.from_seq)
+           AND coalesce((
             SELECT min(m.seq) FROM ember.messages AS m WHERE m.generation_id = t.generation_id
         ), 0) <= c.from_seq THEN
             RETURN ember.evidence_pointer_label(t.ordinal, t.message_id, t.generation_id)
