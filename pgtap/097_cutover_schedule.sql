@@ -15,43 +15,10 @@ SELECT ember.create_thread('c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:
 UPDATE ember.models SET tags = '{travel}' WHERE id = 'claude-haiku-4-5';
 SELECT ember.shadow_activate('2030-04-01 08:30+00');
 
-CREATE TEMP TABLE oracle_cuts (id serial, scope text, value text, from_seq bigint, active boolean);
-CREATE TEMP TABLE violations (step integer, what text);
-CREATE TEMP TABLE digests (message_id bigint, by_run bigint);
 CREATE TEMP TABLE counts (what text PRIMARY KEY, n integer DEFAULT 0);
 INSERT INTO counts (what) VALUES ('append'), ('cut-over'), ('refused-overlap'), ('rollback'), ('steward-wake'),
     ('shadow-run');
-
-CREATE FUNCTION pg_temp.bump(p_what text) RETURNS void LANGUAGE sql AS $$
-    UPDATE counts SET n = n + 1 WHERE what = p_what
-$$;
-
-CREATE FUNCTION pg_temp.category(p_thread text) RETURNS text LANGUAGE sql AS $$
-    SELECT CASE WHEN p_thread = 'b' THEN 'travel' END
-$$;
-
--- The oracle: is this row shadow's now?
-CREATE FUNCTION pg_temp.oracle_shadow(p_thread text, p_seq bigint) RETURNS boolean LANGUAGE sql AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM oracle_cuts AS o
-        WHERE o.active AND p_seq > o.from_seq
-            AND (o.scope = 'all' OR (o.scope = 'thread' AND o.value = p_thread)
-                 OR (o.scope = 'category' AND o.value = pg_temp.category(p_thread)))
-    )
-$$;
-
-CREATE FUNCTION pg_temp.oracle_overlaps(p_scope text, p_value text) RETURNS boolean LANGUAGE sql AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM oracle_cuts AS o
-        WHERE o.active AND (o.scope = 'all' OR p_scope = 'all' OR (o.scope = p_scope AND o.value = p_value)
-                            OR (o.scope = 'category' AND p_scope = 'thread' AND o.value = pg_temp.category(p_value))
-                            OR (o.scope = 'thread' AND p_scope = 'category' AND pg_temp.category(o.value) = p_value))
-    )
-$$;
-
-CREATE FUNCTION pg_temp.violation(p_step integer, p_what text) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO violations VALUES (p_step, p_what)
-$$;
+\ir lib/stage_two_schedule.psql
 
 -- The checks that hold after every step.
 CREATE FUNCTION pg_temp.check_state(p_step integer) RETURNS void LANGUAGE plpgsql AS $$
@@ -94,69 +61,6 @@ BEGIN
 END;
 $$;
 
--- One steward wake: claim, check what it reads, finish through its last row.
-CREATE FUNCTION pg_temp.steward_wake(p_step integer, p_now timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-    v_plan jsonb;
-    v_run bigint;
-    v_bad bigint[];
-BEGIN
-    v_plan := ember.claim_steward_run('w', '10 minutes', p_now);
-    IF v_plan IS NULL THEN
-        RETURN false;
-    END IF;
-    v_run := (v_plan ->> 'run_id')::bigint;
-    v_bad := ARRAY(
-        SELECT m.id FROM ember.steward_runs AS r CROSS JOIN unnest(r.read_message_ids) AS i
-        INNER JOIN ember.messages AS m ON m.id = i
-        WHERE r.id = v_run AND (pg_temp.oracle_shadow(m.thread_id, m.seq) OR m.episode_id IS NOT NULL)
-    );
-    IF cardinality(v_bad) > 0 THEN
-        PERFORM pg_temp.violation(p_step, format('the steward read shadow''s or digested rows %s', v_bad));
-    END IF;
-    PERFORM ember.steward_step(v_run, (v_plan ->> 'lease_token')::uuid,
-        jsonb_build_object('content', jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'f' || v_run,
-            'name', 'finish', 'input', jsonb_build_object('through_message_id', (v_plan ->> 'last_message_id')::bigint)))),
-        '{}', 10, p_now + interval '1 minute');
-    INSERT INTO digests SELECT m.id, v_run FROM ember.messages AS m
-    WHERE m.episode_id = (SELECT episode_id FROM ember.steward_runs WHERE id = v_run);
-    PERFORM pg_temp.bump('steward-wake');
-    RETURN true;
-END;
-$$;
-
--- Shadow reads every thread with unread rows and proposes one fact per user row it read.
-CREATE FUNCTION pg_temp.shadow_pass(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    v_thread text;
-    v_plan jsonb;
-    r ember.shadow_runs;
-BEGIN
-    FOREACH v_thread IN ARRAY ARRAY['a', 'b', 'c'] LOOP
-        PERFORM ember.shadow_memory_changed(v_thread, 'idle-or-ended', p_now);
-    END LOOP;
-    LOOP
-        v_plan := ember.claim_shadow_run('test-worker', '10 minutes', p_now);
-        EXIT WHEN v_plan IS NULL;
-        SELECT * INTO r FROM ember.shadow_runs WHERE id = (v_plan ->> 'run_id')::bigint;
-        PERFORM ember.submit_shadow_run(r.id, r.lease_token, jsonb_build_object(
-            'status', 'completed', 'error', NULL,
-            'usage', jsonb_build_object('input_tokens', 10, 'cache_read_input_tokens', 0,
-                'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 5),
-            'latency_ms', 10, 'finished_at', p_now + interval '1 minute',
-            'proposals', coalesce((
-                SELECT jsonb_agg(jsonb_build_object('text', 'Row ' || m.id || ' says ' || m.content,
-                    'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id', m.id)))
-                    ORDER BY m.seq)
-                FROM ember.messages AS m
-                WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq AND m.seq <= r.through_seq
-                    AND m.role = 'user'
-            ), '[]')));
-        PERFORM pg_temp.bump('shadow-run');
-    END LOOP;
-END;
-$$;
-
 CREATE FUNCTION pg_temp.run_schedule(p_seed double precision, p_steps integer) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_now timestamptz := '2030-04-01 09:00+00';
@@ -190,8 +94,9 @@ BEGIN
                 END;
             ELSE
                 v_cut := ember.cut_over(v_scope, v_value, 'schedule', NULL, v_now);
-                INSERT INTO oracle_cuts (scope, value, from_seq, active)
-                VALUES (v_scope, v_value, (SELECT coalesce(max(seq), 0) FROM ember.messages), true);
+                INSERT INTO oracle_cuts (id, scope, value, from_seq, active)
+                VALUES ((v_cut ->> 'cutover_id')::bigint, v_scope, v_value,
+                        (SELECT coalesce(max(seq), 0) FROM ember.messages), true);
                 IF (v_cut ->> 'from_seq')::bigint <> (SELECT coalesce(max(seq), 0) FROM ember.messages) THEN
                     PERFORM pg_temp.violation(v_step, 'the cut-over''s point is not the last row');
                 END IF;
@@ -205,9 +110,9 @@ BEGIN
                 PERFORM pg_temp.bump('rollback');
             END IF;
         ELSIF v_roll < 0.85 THEN
-            PERFORM pg_temp.steward_wake(v_step, v_now);
+            PERFORM pg_temp.steward_wake(v_step, v_now, false);
         ELSE
-            PERFORM pg_temp.shadow_pass(v_now);
+            PERFORM pg_temp.shadow_pass(v_threads, v_now);
         END IF;
         PERFORM pg_temp.check_state(v_step);
     END LOOP;
@@ -229,15 +134,15 @@ SELECT is((SELECT count(*)::int FROM (SELECT message_id FROM digests GROUP BY me
 CREATE FUNCTION pg_temp.ensure_active(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM oracle_cuts WHERE active) THEN
-        PERFORM ember.cut_over('all', NULL, 'schedule', NULL, p_now);
-        INSERT INTO oracle_cuts (scope, value, from_seq, active)
-        VALUES ('all', NULL, (SELECT max(seq) FROM ember.messages), true);
+        INSERT INTO oracle_cuts (id, scope, value, from_seq, active)
+        VALUES ((ember.cut_over('all', NULL, 'schedule', NULL, p_now) ->> 'cutover_id')::bigint, 'all', NULL,
+                (SELECT max(seq) FROM ember.messages), true);
     END IF;
     PERFORM ember.append_message(t, 'user', 'late note', p_now => p_now) FROM unnest(ARRAY['a', 'b', 'c']) AS t;
 END;
 $$;
 SELECT pg_temp.ensure_active('2030-05-01 08:00+00');
-SELECT pg_temp.shadow_pass('2030-05-01 09:00+00');
+SELECT pg_temp.shadow_pass(ARRAY['a', 'b', 'c'], '2030-05-01 09:00+00');
 SELECT is((SELECT count(*)::int FROM ember.messages AS m
            WHERE m.thread_id IN ('a', 'b', 'c') AND pg_temp.oracle_shadow(m.thread_id, m.seq)
              AND NOT EXISTS (SELECT 1 FROM ember.fact_evidence AS e JOIN ember.facts AS f ON f.id = e.fact_id
@@ -250,7 +155,7 @@ SELECT ok((SELECT count(*) > 0 FROM ember.messages AS m
 -- Everything rolled back, the steward catches up: every row digested once, no promoted fact left.
 SELECT ember.cutover_rollback(o.scope, o.value, 'schedule', '2030-05-01 10:00+00') FROM oracle_cuts AS o WHERE o.active;
 UPDATE oracle_cuts SET active = false;
-SELECT pg_temp.steward_wake(0, '2030-05-01 11:00+00'::timestamptz + n * interval '1 hour') FROM generate_series(1, 10) AS n;
+SELECT pg_temp.steward_wake(0, '2030-05-01 11:00+00'::timestamptz + n * interval '1 hour', false) FROM generate_series(1, 10) AS n;
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id IN ('a', 'b', 'c') AND episode_id IS NULL), 0,
           'after the last rollback the steward digests every row: nothing was skipped');
 SELECT is((SELECT count(*)::int FROM digests), (SELECT count(*)::int FROM ember.messages WHERE thread_id IN ('a', 'b', 'c')),

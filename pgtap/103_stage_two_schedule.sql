@@ -40,50 +40,11 @@ UPDATE ember.models SET tags = '{travel}' WHERE tier = 'light' OR id = 'claude-h
 UPDATE ember.settings SET value = '"0 seconds"' WHERE key = 'consolidation_interval';
 SELECT ember.shadow_activate('2030-04-01 08:30+00');
 
-CREATE TEMP TABLE oracle_cuts (id bigint, scope text, value text, from_seq bigint, active boolean);
-CREATE TEMP TABLE sealed (thread text, at timestamptz);
-CREATE TEMP TABLE violations (step integer, what text);
-CREATE TEMP TABLE digests (message_id bigint, by_run bigint);
 CREATE TEMP TABLE counts (what text PRIMARY KEY, n integer DEFAULT 0);
 INSERT INTO counts (what) VALUES ('append'), ('cut-over'), ('refused-overlap'), ('rollback'), ('steward-wake'),
     ('steward-fact'), ('shadow-run'), ('consolidation-run'), ('merge'), ('supersede'), ('retire'), ('forget'),
     ('seal'), ('reopened');
-
-CREATE FUNCTION pg_temp.bump(p_what text, p_by integer DEFAULT 1) RETURNS void LANGUAGE sql AS $$
-    UPDATE counts SET n = n + p_by WHERE what = p_what
-$$;
-
-CREATE FUNCTION pg_temp.violation(p_step integer, p_what text) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO violations VALUES (p_step, p_what)
-$$;
-
-CREATE FUNCTION pg_temp.category(p_thread text) RETURNS text LANGUAGE sql AS $$
-    SELECT CASE WHEN p_thread = 'b' THEN 'travel' END
-$$;
-
-CREATE FUNCTION pg_temp.is_sealed(p_thread text) RETURNS boolean LANGUAGE sql AS $$
-    SELECT EXISTS (SELECT 1 FROM sealed WHERE thread = p_thread)
-$$;
-
--- The oracle of ownership: a row is shadow's when an active cut-over covering its open thread was
--- made before the row existed.
-CREATE FUNCTION pg_temp.oracle_shadow(p_thread text, p_seq bigint) RETURNS boolean LANGUAGE sql AS $$
-    SELECT NOT pg_temp.is_sealed(p_thread) AND EXISTS (
-        SELECT 1 FROM oracle_cuts AS o
-        WHERE o.active AND p_seq > o.from_seq
-            AND (o.scope = 'all' OR (o.scope = 'thread' AND o.value = p_thread)
-                 OR (o.scope = 'category' AND o.value = pg_temp.category(p_thread)))
-    )
-$$;
-
-CREATE FUNCTION pg_temp.oracle_overlaps(p_scope text, p_value text) RETURNS boolean LANGUAGE sql AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM oracle_cuts AS o
-        WHERE o.active AND (o.scope = 'all' OR p_scope = 'all' OR (o.scope = p_scope AND o.value = p_value)
-                            OR (o.scope = 'category' AND p_scope = 'thread' AND o.value = pg_temp.category(p_value))
-                            OR (o.scope = 'thread' AND p_scope = 'category' AND pg_temp.category(o.value) = p_value))
-    )
-$$;
+\ir lib/stage_two_schedule.psql
 
 -- Its length: one check per invariant, each a query and its violation.
 CREATE FUNCTION pg_temp.check_state(p_step integer) RETURNS void LANGUAGE plpgsql AS $$
@@ -145,86 +106,6 @@ BEGIN
     IF cardinality(v_bad) > 0 THEN
         PERFORM pg_temp.violation(p_step, format('I6 facts a rollback took back still hold: %s', v_bad));
     END IF;
-END;
-$$;
-
--- One steward wake: claim; write one fact per user row it read, citing that row; finish.
-CREATE FUNCTION pg_temp.steward_wake(p_step integer, p_now timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
-DECLARE
-    v_plan jsonb;
-    v_run bigint;
-    v_bad bigint[];
-    v_calls jsonb;
-BEGIN
-    v_plan := ember.claim_steward_run('w', '10 minutes', p_now);
-    IF v_plan IS NULL THEN
-        RETURN false;
-    END IF;
-    v_run := (v_plan ->> 'run_id')::bigint;
-    v_bad := ARRAY(
-        SELECT m.id FROM ember.steward_runs AS r CROSS JOIN unnest(r.read_message_ids) AS i
-        INNER JOIN ember.messages AS m ON m.id = i
-        WHERE r.id = v_run AND (pg_temp.oracle_shadow(m.thread_id, m.seq) OR m.episode_id IS NOT NULL
-                                OR pg_temp.is_sealed(m.thread_id))
-    );
-    IF cardinality(v_bad) > 0 THEN
-        PERFORM pg_temp.violation(p_step, format('the steward read shadow''s, digested or sealed rows %s', v_bad));
-    END IF;
-    v_calls := coalesce((
-        SELECT jsonb_agg(jsonb_build_object('type', 'tool_use', 'id', 'w' || m.id, 'name', 'write_fact',
-                                            'input', jsonb_build_object('text', 'The user wrote ' || m.content,
-                                                                        'evidence_kind', 'user-stated',
-                                                                        'evidence', jsonb_build_array(
-                                                                            jsonb_build_object('message_id', m.id))))
-                         ORDER BY m.seq)
-        FROM ember.steward_runs AS r CROSS JOIN unnest(r.read_message_ids) AS i
-        INNER JOIN ember.messages AS m ON m.id = i
-        WHERE r.id = v_run AND m.role = 'user' AND m.erased_by IS NULL
-    ), '[]');
-    PERFORM pg_temp.bump('steward-fact', jsonb_array_length(v_calls));
-    PERFORM ember.steward_step(v_run, (v_plan ->> 'lease_token')::uuid,
-        jsonb_build_object('content', v_calls || jsonb_build_array(jsonb_build_object('type', 'tool_use',
-            'id', 'f' || v_run, 'name', 'finish',
-            'input', jsonb_build_object('through_message_id', (v_plan ->> 'last_message_id')::bigint)))),
-        '{}', 10, p_now + interval '1 minute');
-    INSERT INTO digests SELECT m.id, v_run FROM ember.messages AS m
-    WHERE m.episode_id = (SELECT episode_id FROM ember.steward_runs WHERE id = v_run);
-    PERFORM pg_temp.bump('steward-wake');
-    RETURN true;
-END;
-$$;
-
--- Shadow reads every open thread with unread rows and proposes one fact per user row it read.
-CREATE FUNCTION pg_temp.shadow_pass(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-    v_thread text;
-    v_plan jsonb;
-    r ember.shadow_runs;
-BEGIN
-    FOREACH v_thread IN ARRAY ARRAY['a', 'b', 'c', 'd'] LOOP
-        IF NOT pg_temp.is_sealed(v_thread) THEN
-            PERFORM ember.shadow_memory_changed(v_thread, 'idle-or-ended', p_now);
-        END IF;
-    END LOOP;
-    LOOP
-        v_plan := ember.claim_shadow_run('test-worker', '10 minutes', p_now);
-        EXIT WHEN v_plan IS NULL;
-        SELECT * INTO r FROM ember.shadow_runs WHERE id = (v_plan ->> 'run_id')::bigint;
-        PERFORM ember.submit_shadow_run(r.id, r.lease_token, jsonb_build_object(
-            'status', 'completed', 'error', NULL,
-            'usage', jsonb_build_object('input_tokens', 10, 'cache_read_input_tokens', 0,
-                'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 5),
-            'latency_ms', 10, 'finished_at', p_now + interval '1 minute',
-            'proposals', coalesce((
-                SELECT jsonb_agg(jsonb_build_object('text', 'Shadow heard ' || m.content,
-                    'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id', m.id)))
-                    ORDER BY m.seq)
-                FROM ember.messages AS m
-                WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq AND m.seq <= r.through_seq
-                    AND m.role = 'user' AND m.erased_by IS NULL
-            ), '[]')));
-        PERFORM pg_temp.bump('shadow-run');
-    END LOOP;
 END;
 $$;
 
@@ -326,7 +207,7 @@ BEGIN
         ELSIF v_roll < 0.65 THEN
             PERFORM pg_temp.steward_wake(v_step, v_now);
         ELSIF v_roll < 0.80 THEN
-            PERFORM pg_temp.shadow_pass(v_now);
+            PERFORM pg_temp.shadow_pass(v_threads, v_now);
         ELSIF v_roll < 0.93 THEN
             PERFORM pg_temp.consolidate(v_now);
         ELSIF v_roll < 0.98 THEN
