@@ -98,6 +98,14 @@ BEGIN
             CASE WHEN a.review IS NOT NULL THEN a.review ELSE a.status END
             USING ERRCODE = 'EM136';
     END IF;
+    -- An item naming a fact of a thread sealed since is out of the queue (review_items), and out
+    -- of reach: no decision about it is taken, as no automated change touches such a fact.
+    IF EXISTS (SELECT 1 FROM ember.facts AS f
+               WHERE f.id = any(a.fact_ids) AND NOT ember.fact_visible(TRUE, '{}', f.categories, f.source_threads)) THEN
+        RAISE EXCEPTION 'consolidation action % is not waiting for review (it names a fact of a thread sealed since)',
+            p_action
+            USING ERRCODE = 'EM136';
+    END IF;
     IF p_decision = 'accept' AND a.action <> 'flag' THEN
         v_fact := ember.consolidation_apply(a.run_id, a.id, a.action, a.fact_ids, a.text,
                                             a.reason || ' (accepted by ' || p_by || ')', p_now);

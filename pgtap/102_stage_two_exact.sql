@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(42);
+SELECT plan(43);
 
 -- Stage two where its parts meet: cut-over, rollback, consolidation, validity and sealing, each
 -- case one that broke before (docs/cutover.md, docs/consolidation.md). Time: day 1 the steward's
@@ -207,6 +207,9 @@ SELECT is((SELECT status FROM ember.facts WHERE id = :f_jazz), 'active', 'and ch
 SELECT is((SELECT count(*)::int FROM ember.review_queue WHERE :f_jazz = ANY(SELECT (x ->> 'id')::bigint
                                                                             FROM jsonb_array_elements(facts) AS x)),
           0, 'the review queue shows no item naming a fact of a sealed thread');
+SELECT throws_ok(format('SELECT ember.review_consolidation_action(%s, %L, %L)',
+                        (SELECT id FROM ember.consolidation_actions WHERE run_id = :r2 AND ordinal = 2), 'accept', 'ana'),
+                 'EM136', NULL, 'and deciding such an item is refused');
 
 -- ---------------------------------------------------------------------------------------------
 -- A lease is judged on the database's clock, whatever finished_at says.
