@@ -109,6 +109,13 @@ BEGIN
 END;
 $$;
 
+-- p_n of p_ids drawn at random, the same for the same seed whatever order the rows were read in
+-- (a scan's order depends on the plan, the random draws must not).
+CREATE FUNCTION pg_temp.pick(p_ids bigint [], p_n integer) RETURNS bigint [] LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT x.i FROM (SELECT i, random() AS r FROM unnest(ARRAY(SELECT i FROM unnest(p_ids) AS i ORDER BY i)) AS i) AS x
+                 ORDER BY x.r LIMIT p_n)
+$$;
+
 -- One consolidation run: a few random actions on the facts it was shown.
 CREATE FUNCTION pg_temp.consolidate(p_now timestamptz) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -126,18 +133,18 @@ BEGIN
     v_ids := ARRAY(SELECT (x ->> 'id')::bigint FROM jsonb_array_elements(v_plan -> 'facts') AS x);
     -- A fact that lost evidence to forgetting is retired (the one retirement the job may apply).
     v_actions := coalesce((
-        SELECT jsonb_agg(jsonb_build_object('action', 'retire', 'fact_ids', jsonb_build_array(i),
-                                            'reason', 'evidence forgotten', 'confidence', 0.9))
-        FROM unnest(v_ids) AS i
-        WHERE EXISTS (SELECT 1 FROM ember.fact_history AS h WHERE h.fact_id = i AND h.change = 'evidence-shrunk')
-            AND random() < 0.5
+        SELECT jsonb_agg(jsonb_build_object('action', 'retire', 'fact_ids', jsonb_build_array(x.i),
+                                            'reason', 'evidence forgotten', 'confidence', 0.9) ORDER BY x.i)
+        FROM (SELECT i, random() AS r FROM unnest(ARRAY(SELECT i FROM unnest(v_ids) AS i ORDER BY i)) AS i) AS x
+        WHERE x.r < 0.5
+            AND EXISTS (SELECT 1 FROM ember.fact_history AS h WHERE h.fact_id = x.i AND h.change = 'evidence-shrunk')
     ), '[]');
     v_ids := ARRAY(SELECT i FROM unnest(v_ids) AS i
                    WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(v_actions) AS a
                                      WHERE (a -> 'fact_ids' ->> 0)::bigint = i));
     FOR i IN 1 .. 1 + floor(random() * 3)::integer LOOP
         EXIT WHEN cardinality(v_ids) < 2;
-        v_pick := ARRAY(SELECT x FROM unnest(v_ids) AS x ORDER BY random() LIMIT 2);
+        v_pick := pg_temp.pick(v_ids, 2);
         v_kind := (ARRAY['merge', 'merge', 'supersede', 'supersede', 'retire', 'flag'])[1 + floor(random() * 6)::integer];
         v_actions := v_actions || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
             'action', v_kind,
@@ -197,7 +204,8 @@ BEGIN
                 PERFORM pg_temp.bump('cut-over');
             END IF;
         ELSIF v_roll < 0.50 THEN
-            SELECT * INTO o FROM oracle_cuts WHERE active ORDER BY random() LIMIT 1;
+            SELECT * INTO o FROM oracle_cuts
+            WHERE id = (pg_temp.pick(ARRAY(SELECT id FROM oracle_cuts WHERE active), 1))[1];
             IF FOUND THEN
                 v_cut := ember.cutover_rollback(o.scope, o.value, 'schedule', v_now);
                 UPDATE oracle_cuts SET active = false WHERE id = o.id;
@@ -211,9 +219,9 @@ BEGIN
         ELSIF v_roll < 0.93 THEN
             PERFORM pg_temp.consolidate(v_now);
         ELSIF v_roll < 0.98 THEN
-            SELECT m.id INTO v_msg FROM ember.messages AS m
-            WHERE m.thread_id = ANY(v_threads) AND m.erased_by IS NULL ORDER BY random() LIMIT 1;
-            IF FOUND THEN
+            v_msg := (pg_temp.pick(ARRAY(SELECT m.id FROM ember.messages AS m
+                                         WHERE m.thread_id = ANY(v_threads) AND m.erased_by IS NULL), 1))[1];
+            IF v_msg IS NOT NULL THEN
                 PERFORM ember.forget_messages(ARRAY[v_msg], 'schedule', v_now);
                 PERFORM pg_temp.bump('forget');
             END IF;
