@@ -161,6 +161,50 @@ BEGIN
 END;
 $$;
 
+-- A row of the conversation the hot path replays, as a line of the shadow question's key: the
+-- model has read the row itself in the replayed request, so the key gives only what it needs to
+-- cite it, its id, never the row again (issue 39: the tail points instead of repeating):
+--   `m:<id> = #<n> <role>(<author>): <opening>...`
+-- n is the row's place in its generation (1 for the first), the opening the first
+-- key_opening_chars (48) characters of its content (escaped like a rendered row, so the key line
+-- is one line whatever the content), "..." when there is more. A tool result names its tool and
+-- status, an assistant row without text its first tool call. The " = #" after the id is what
+-- tells a key line from a rendered row (`m:<id> <role>...`), for a reader and for the simulator.
+-- A row of an isolated thread is refused, as render_row refuses it.
+CREATE OR REPLACE FUNCTION ember.render_key_row(m ember.messages, p_position bigint)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+    v_chars constant integer := 48;
+    v_text text;
+BEGIN
+    IF m.id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF ember.is_isolated(m.thread_id) THEN
+        RAISE EXCEPTION 'message % belongs to isolated thread "%": it is never rendered for a model',
+            m.id, m.thread_id
+            USING ERRCODE = 'EM031';
+    END IF;
+    v_text := nullif(btrim(m.content), '');
+    IF v_text IS NULL AND m.role = 'assistant' AND m.blocks IS NOT NULL AND json_typeof(m.blocks) = 'array' THEN
+        SELECT '[tool call ' || coalesce(b ->> 'name', 'unknown_tool') || ']' INTO v_text
+        FROM json_array_elements(m.blocks) WITH ORDINALITY AS e (b, ord)
+        WHERE json_typeof(b) = 'object' AND b ->> 'type' IN ('tool_use', 'server_tool_use')
+        ORDER BY ord LIMIT 1;
+    END IF;
+    RETURN 'm:' || m.id || ' = #' || p_position || ' ' || CASE m.role
+        WHEN 'tool_result' THEN
+            'tool_result ' || ember.render_escape(coalesce(m.tool_name, 'unknown_tool')) || ' [' || m.tool_status || ']'
+        WHEN 'event' THEN 'event(' || m.author || ')'
+        ELSE m.role || '(' || m.author || ')'
+    END
+    || ': ' || ember.render_escape(left(coalesce(v_text, ''), v_chars))
+    || CASE WHEN length(coalesce(v_text, '')) > v_chars THEN '...' ELSE '' END;
+END;
+$$;
+
 -- The header line that opens a page and marks a change of generation: the thread's title
 -- (escaped, and shortened to 60 characters: it is a label, not content), its id, the generation
 -- (a reader may cite it as {"generation_id": ...}) and the generation's start, in UTC.

@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(28);
+SELECT plan(32);
 
 SELECT ember.define_category('finance');
 SELECT ember.create_thread('main', 'main');
@@ -68,13 +68,16 @@ SELECT is(:'plan2'::jsonb -> 'pages' -> 0 ->> 1, 'm:' || :later || ' assistant(a
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(7) WHERE thread_id = 'c' AND status = 'running';
 
 -- Hot
-SELECT ember.append_message('h', 'assistant', 'Hot row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0)) AS hot_row \gset
+SELECT ember.append_message('h', 'user', 'Hot row', p_now => pg_temp.at(0)) AS hot_row \gset
 SELECT ember.note_prefix(
     'h',
     format(E'{"model":"claude-sonnet-4-6",  "tools":[{"name":"shadow_memory_propose","input_schema":{"type":"object"}}],\n "system":"%s"}', repeat('s', 9000)),
     E'{"content": [{"type": "thinking", "thinking": "hm", "signature": "abc=="}], "id":"msg_1"}',
     pg_temp.at(10)
 );
+-- The recorded answer, written after the request: not in the prefix.
+SELECT ember.append_message('h', 'assistant', E'Answer\nrow', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.5))
+    AS answer_row \gset
 SELECT ember.shadow_memory_changed('h', 'waiting-user', pg_temp.at(11));
 SELECT ember.append_message('c', 'assistant', 'cold again', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(11));
 SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(10));
@@ -86,8 +89,44 @@ SELECT is(:'hot'::jsonb ->> 'request', (SELECT request FROM ember.shadow_prefixe
           'the plan carries the stored request text exactly');
 SELECT is(:'hot'::jsonb ->> 'response', (SELECT response FROM ember.shadow_prefixes WHERE thread_id = 'h'),
           'and the stored response text exactly');
-SELECT is(:'hot'::jsonb -> 'rows', to_jsonb(ARRAY['m:' || :hot_row || ' assistant(agent): Hot row']),
-          'and the rendered unread rows, so the shadow question can cite real ids');
+SELECT is(:'hot'::jsonb -> 'rows',
+          to_jsonb(ARRAY['m:' || :hot_row || ' = #1 user(human): Hot row',
+                         'm:' || :answer_row || ' assistant(agent): Answer\nrow']),
+          'and the unread rows, so the shadow question can cite real ids: a row of the replayed request as its key, '
+          'one written after it whole');
+SELECT is(ember.render_key_row((SELECT m FROM ember.messages AS m WHERE m.id = :hot_row), 7),
+          'm:' || :hot_row || ' = #7 user(human): Hot row', 'a key line: id, place, head and first words');
+SELECT is(ember.render_key_row(jsonb_populate_record(m, jsonb_build_object('content', repeat(E'a\n', 40))), 2),
+          'm:' || m.id || ' = #2 user(human): ' || repeat('a\n', 24) || '...',
+          'the first 48 characters, escaped, and a mark that there is more')
+FROM ember.messages AS m WHERE m.id = :hot_row;
+-- The hot run cites by id whatever the key showed: a pointer is checked as ever, and one that
+-- names no row, a row of another thread or a row written after the claim is refused, with why.
+SELECT ember.append_message('h', 'assistant', 'After the claim', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(12.5))
+    AS after_claim \gset
+SELECT ember.submit_shadow_run((:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
+    jsonb_build_object('status', 'completed', 'error', NULL,
+        'usage', jsonb_build_object('input_tokens', 10, 'cache_read_input_tokens', 0,
+            'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 5),
+        'latency_ms', 10, 'finished_at', pg_temp.at(13),
+        'proposals', jsonb_build_array(
+            jsonb_build_object('text', 'Hot rows are kept.', 'evidence_kind', 'user-stated',
+                               'evidence', jsonb_build_array(jsonb_build_object('message_id', :hot_row))),
+            jsonb_build_object('text', 'No such row.', 'evidence_kind', 'user-accepted',
+                               'evidence', jsonb_build_array(jsonb_build_object('message_id', 999999999))),
+            jsonb_build_object('text', 'Another thread.', 'evidence_kind', 'user-accepted',
+                               'evidence', jsonb_build_array(jsonb_build_object('message_id', :later))),
+            jsonb_build_object('text', 'After the claim.', 'evidence_kind', 'user-accepted',
+                               'evidence', jsonb_build_array(jsonb_build_object('message_id', :after_claim)))
+        )));
+SELECT results_eq(
+    format($$SELECT text, validation_error IS NULL FROM ember.shadow_proposals WHERE run_id = %s ORDER BY ordinal$$,
+           :'hot'::jsonb ->> 'run_id'),
+    $$VALUES ('Hot rows are kept.', true), ('No such row.', false), ('Another thread.', false),
+             ('After the claim.', false)$$,
+    'a keyed row cited by id is valid; no row, another thread''s row and a row after the claim are refused');
+SELECT ok((SELECT bool_and(validation_error IS NOT NULL AND validation_error <> '') FROM ember.shadow_proposals
+           WHERE run_id = (:'hot'::jsonb ->> 'run_id')::bigint AND ordinal > 1), 'each with its reason recorded');
 SELECT ok(NOT :'hot'::jsonb ? 'pages', 'a hot plan has no pages');
 
 -- Waiting for a tagged model: not claimed.

@@ -20,6 +20,7 @@ import pytest
 
 from ember.host import PrefixCapture, turn_tools
 from ember.sim import Reply, Scripted, SimServer
+from ember.sim.responders import Heuristic
 from ember.tools import SHADOW_TOOL_NAME
 from ember.worker.jsonspan import scan
 from ember.worker.shadow import PLACEHOLDER, ShadowPipeline
@@ -86,10 +87,12 @@ def _record_turn(
     return mid, sim.requests[-1].body
 
 
-def _shadow(url: str, sim: SimServer, mid: int) -> None:
-    """Claim the thread's hot run and execute it in this process."""
+def _shadow(url: str, sim: SimServer, mid: int, answer: Any = None) -> None:
+    """Claim the thread's hot run and execute it in this process; the model answers `answer`,
+    by default one valid and one invalid proposal."""
     sim.state.responder.push(  # type: ignore[attr-defined]
-        Reply.tool_use(
+        answer
+        or Reply.tool_use(
             SHADOW_TOOL_NAME,
             {
                 "facts": [
@@ -164,7 +167,12 @@ def test_shadow_turn_replays_the_prefix_and_reads_it_from_cache(
     second = _check_wire(hot_sim, first)
     content = second["messages"][-1]["content"]
     assert [b["type"] for b in content] == ["text"]
-    assert f"m:{mid} user(human):" in content[0]["text"]
+    # The human row is in the replayed conversation: the question gives its key, not the row.
+    said = first["messages"][0]["content"][0]["text"]
+    assert f"m:{mid} = #1 user(human): {said[:48]}..." in content[0]["text"]
+    assert said not in content[0]["text"]
+    # The recorded answer came after the request: it is given whole.
+    assert f"m:{mid + 1} assistant(agent): Noted." in content[0]["text"]
     # Exact bytes: the old body is the new one with the tail cut out at the messages' end.
     raw0, raw1 = hot_sim.requests[0].raw.decode(), hot_sim.requests[1].raw.decode()
     cut = scan(raw0).keys["messages"].end - 1
@@ -231,7 +239,7 @@ def test_last_turn_thinking_model_gets_the_question_inside_the_placeholder(
     # Only tool results: a text block here would strip the answer's thinking on this model.
     assert [b["type"] for b in content] == ["tool_result"]
     assert content[0]["content"].startswith(PLACEHOLDER)
-    assert f"m:{mid} user(human):" in content[0]["content"]
+    assert f"m:{mid} = #1 user(human):" in content[0]["content"]
     assert hot_sim.requests[1].cache["stripped_thinking"] == []
     _check_stored(wire_db, mid)
 
@@ -265,3 +273,20 @@ def test_a_request_without_a_final_marker_gets_one_within_the_limit(
         json.dumps(four), json.dumps({"content": []}), [], last_turn_thinking=False
     )
     assert not built.marker_added
+
+
+def test_a_hot_run_cites_the_rows_of_its_prefix_through_the_key(
+    wire_db: str, hot_sim: SimServer
+) -> None:
+    """The heuristic model reads the key, finds each row in the conversation it replays, and
+    cites it by id: every proposal valid, and no row of the prefix repeated in the tail."""
+    mid, first = _record_turn(wire_db, hot_sim, "claude-sonnet-4-6", Reply.text("Noted."))
+    _shadow(wire_db, hot_sim, mid, Heuristic().respond)
+    question = hot_sim.requests[1].body["messages"][-1]["content"][0]["text"]
+    said = first["messages"][0]["content"][0]["text"]
+    assert said not in question, "a row of the prefix was repeated in the tail"
+    stored = proposals(wire_db)
+    assert stored, "nothing was proposed"
+    assert [p["validation_error"] for p in stored] == [None] * len(stored)
+    cited = [e for p in stored for e in p["evidence"]]
+    assert {"message_id": mid} in cited, cited

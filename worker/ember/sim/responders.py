@@ -252,6 +252,10 @@ class Row:
     # True when a page or thread header came between this row and the previous one: rows on
     # either side may belong to different threads, so nothing pairs across it.
     boundary: bool = False
+    # A line of the hot path's key (`m:<id> = #<n> <head>: <opening>...`, ember.render_key_row):
+    # text holds only the row's first words, unescaped, until resolve_keys finds the row itself
+    # in the replayed conversation.
+    key: bool = False
 
 
 def _split_row(line: str) -> tuple[int, str, str] | None:
@@ -295,6 +299,29 @@ def _split_head(head: str) -> tuple[str, str | None, str] | None:
     return role, author, rest
 
 
+# A key line's head starts with its place in the conversation: ``= #<n> ``.
+KEY_HEAD = re.compile(r"= #(?P<position>[0-9]{1,9}) ")
+# The escapes of a rendered line (ember.render_escape), read back.
+_ESCAPE = re.compile(r"\\(\\|n|r|u[0-9a-fA-F]{4})")
+
+
+def unescape(text: str) -> str:
+    """A rendered line's content as it was written: ``\\n`` a line feed, ``\\uXXXX`` that
+    character, ``\\\\`` a backslash."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code == "\\":
+            return "\\"
+        if code == "n":
+            return "\n"
+        if code == "r":
+            return "\r"
+        return chr(int(code[1:], 16))
+
+    return _ESCAPE.sub(one, text)
+
+
 def parse_rows(text: str) -> list[Row]:
     """Rows rendered as ``m:<id> <role>[(<author>)] [<tool> [status]]: <content>``.
 
@@ -306,7 +333,12 @@ def parse_rows(text: str) -> list[Row]:
     for whole in text.splitlines():
         line = whole[:MAX_LINE_CHARS]
         row = _split_row(line)
-        head = _split_head(row[1]) if row else None
+        # A key line (`m:<id> = #<n> <head>: <opening>...`): the row is in the conversation
+        # above, and its first words identify it there.
+        key_head = KEY_HEAD.match(row[1] + " ") if row else None
+        head = None
+        if row is not None:
+            head = _split_head(row[1][key_head.end() :] if key_head else row[1])
         if row is None or head is None:
             if _is_header(line):
                 boundary = True
@@ -315,6 +347,9 @@ def parse_rows(text: str) -> list[Row]:
             continue
         message_id, _, content = row
         role, author, rest = head
+        key = key_head is not None
+        if key:
+            content = unescape(content.strip().removesuffix("..."))
         status = STATUS.search(rest)
         tool = STATUS.sub("", rest).strip().split()
         rows.append(
@@ -326,10 +361,60 @@ def parse_rows(text: str) -> list[Row]:
                 status=status["status"].lower() if status else None,
                 text=content.strip(),
                 boundary=boundary,
+                key=key,
             )
         )
         boundary = False
     return rows
+
+
+def _said(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(kind, text) of every message block of a request, in order: kind is the message's
+    role for its text, "tool_result" for a tool result's content."""
+    said: list[tuple[str, str]] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            said.append((str(message.get("role")), content))
+            continue
+        for block in content or []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text":
+                said.append((str(message.get("role")), str(block.get("text", ""))))
+            elif block.get("type") == "tool_result":
+                said += [("tool_result", t) for t in _block_texts(block.get("content"))]
+    return said
+
+
+def resolve_keys(rows: list[Row], body: Mapping[str, Any]) -> list[Row]:
+    """The rows with each key line replaced by the row it names, read from the replayed
+    conversation: the first message of the row's kind whose text begins with the key's first
+    words, each message taken once, in order. A key whose row is not found is dropped: the
+    responder cites only what it has read."""
+    said = _said(body)
+    used: set[int] = set()
+    out: list[Row] = []
+    for row in rows:
+        if not row.key:
+            out.append(row)
+            continue
+        kind = "tool_result" if row.role == "tool_result" else row.role
+        found = next(
+            (
+                i
+                for i, (k, text) in enumerate(said)
+                if i not in used and k == kind and text.strip().startswith(row.text)
+            ),
+            None,
+        )
+        if found is None:
+            continue
+        used.add(found)
+        row.text = said[found][1].strip()
+        row.key = False
+        out.append(row)
+    return out
 
 
 def _is_header(line: str) -> bool:
@@ -834,7 +919,7 @@ class Heuristic:
         if SHADOW_TOOL not in names and EVAL_JUDGE_TOOL in names:
             return eval_judge(request.body)
         rows = [row for text in request.texts() for row in parse_rows(text)]
-        facts = propose_facts(rows)
+        facts = propose_facts(resolve_keys(rows, request.body))
         tool = choose_tool(request.body)
         if tool is None:
             lines = [f"- [{f['evidence_kind']}] {f['text']}" for f in facts]
