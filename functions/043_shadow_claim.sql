@@ -180,19 +180,27 @@ BEGIN
         -- The stored bytes as JSON strings: a jsonb string keeps every character, so the worker
         -- gets back exactly the text the host recorded (key order and whitespace included).
         -- The rows go along for the shadow question, which must give the model real ids to cite:
-        -- a row written before the recorded request is in the replayed conversation already, so
-        -- it goes as a line of the key (its id, place and first words: render_key_row); a row
-        -- written after it (the recorded answer, tool results since) is not, and goes whole.
+        -- a row written before the recorded request is in the replayed conversation already, and
+        -- so is the recorded answer (the first row after the request, when it is the assistant's:
+        -- the replay appends the stored response), so each goes as a line of the key (its id,
+        -- place and first words: render_key_row); any other row written after the request (a
+        -- tool result since) is not, and goes whole.
         v_plan := v_plan || jsonb_build_object(
             'request', pf.request,
             'response', pf.response,
             'request_started_at', pf.request_started_at,
             'rows', (
                 SELECT jsonb_agg(CASE WHEN g.created_at <= pf.request_started_at
+                                           OR (g.after = 1 AND g.role = 'assistant')
                                       THEN ember.render_key_row(g.m, g.position)
                                       ELSE ember.render_row(g.m) END ORDER BY g.seq)
                 FROM (
-                    SELECT x AS m, x.id, x.seq, x.created_at, row_number() OVER (ORDER BY x.seq) AS position
+                    SELECT x AS m, x.id, x.seq, x.created_at, x.role,
+                        row_number() OVER (ORDER BY x.seq) AS position,
+                        -- The place among the rows written after the request: 1 is the answer's.
+                        CASE WHEN x.created_at > pf.request_started_at
+                             THEN row_number() OVER (PARTITION BY x.created_at > pf.request_started_at ORDER BY x.seq)
+                        END AS after
                     FROM ember.messages AS x WHERE x.generation_id = r.generation_id AND x.seq <= v_through
                 ) AS g
                 WHERE g.id = ANY (v_ids)

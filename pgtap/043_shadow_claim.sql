@@ -75,9 +75,11 @@ SELECT ember.note_prefix(
     E'{"content": [{"type": "thinking", "thinking": "hm", "signature": "abc=="}], "id":"msg_1"}',
     pg_temp.at(10)
 );
--- The recorded answer, written after the request: not in the prefix.
+-- The recorded answer, written after the request (the replay appends it), and a row since.
 SELECT ember.append_message('h', 'assistant', E'Answer\nrow', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.5))
     AS answer_row \gset
+SELECT ember.append_message('h', 'assistant', E'Since\nthen', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.7))
+    AS since_row \gset
 SELECT ember.shadow_memory_changed('h', 'waiting-user', pg_temp.at(11));
 SELECT ember.append_message('c', 'assistant', 'cold again', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(11));
 SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(10));
@@ -91,9 +93,10 @@ SELECT is(:'hot'::jsonb ->> 'response', (SELECT response FROM ember.shadow_prefi
           'and the stored response text exactly');
 SELECT is(:'hot'::jsonb -> 'rows',
           to_jsonb(ARRAY['m:' || :hot_row || ' = #1 user(human): Hot row',
-                         'm:' || :answer_row || ' assistant(agent): Answer\nrow']),
-          'and the unread rows, so the shadow question can cite real ids: a row of the replayed request as its key, '
-          'one written after it whole');
+                         'm:' || :answer_row || ' = #2 assistant(agent): Answer\nrow',
+                         'm:' || :since_row || ' assistant(agent): Since\nthen']),
+          'and the unread rows, so the shadow question can cite real ids: a row of the replayed request and the '
+          'recorded answer as their keys, one written after them whole');
 SELECT is(ember.render_key_row((SELECT m FROM ember.messages AS m WHERE m.id = :hot_row), 7),
           'm:' || :hot_row || ' = #7 user(human): Hot row', 'a key line: id, place, head and first words');
 SELECT is(ember.render_key_row(jsonb_populate_record(m, jsonb_build_object('content', repeat(E'a\n', 40))), 2),

@@ -171,8 +171,8 @@ def test_shadow_turn_replays_the_prefix_and_reads_it_from_cache(
     said = first["messages"][0]["content"][0]["text"]
     assert f"m:{mid} = #1 user(human): {said[:48]}..." in content[0]["text"]
     assert said not in content[0]["text"]
-    # The recorded answer came after the request: it is given whole.
-    assert f"m:{mid + 1} assistant(agent): Noted." in content[0]["text"]
+    # The recorded answer is replayed too: the question gives its key.
+    assert f"m:{mid + 1} = #2 assistant(agent): Noted." in content[0]["text"]
     # Exact bytes: the old body is the new one with the tail cut out at the messages' end.
     raw0, raw1 = hot_sim.requests[0].raw.decode(), hot_sim.requests[1].raw.decode()
     cut = scan(raw0).keys["messages"].end - 1
