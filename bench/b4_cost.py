@@ -6,8 +6,12 @@ twice, by `ember worker` against the simulator: once on the hot path (each threa
 replayed while its cache is warm) and once on the cold path (the prefixes dropped, rendered pages
 to the light model). Prices come from the run's snapshot (view ember.shadow_run_cost).
 
-Figures: list-price USD per 1,000 digested messages for hot and for cold, and the hot path's
-cache-read share of the old-prefix tokens (target >= 0.95).
+Two sizes in one run: the generated conversations as they are (prefixes of about 3k tokens) and
+the same with every message's context twenty times longer (about 30k tokens, a long agent
+session, the hot path's case). Figures per size and path: list-price USD per 1,000 digested
+messages, the uncached share of the input, the hot path's cache-read share of the old-prefix
+tokens (target >= 0.95), the evidence-validity rate of the proposals (pointers of valid proposals
+/ all pointers) and the share of digested rows a valid proposal cites.
 
     .venv/bin/python bench/b4_cost.py [--threads 200]
 """
@@ -85,24 +89,31 @@ REPLIES = [
 ]
 
 
-def conversation(rng: random.Random) -> list[tuple[str, str]]:
+# The sizes: how many times longer each message's context is than the base corpus's.
+SIZES = {"3k": 1, "30k": 20}
+
+
+def conversation(rng: random.Random, scale: int = 1) -> list[tuple[str, str]]:
     turns = rng.randint(2, 12)
     out: list[tuple[str, str]] = []
     for _ in range(turns):
         said = (
             rng.choice(SAYINGS).format(x=rng.choice(THINGS))
             + " "
-            + "Some context. " * rng.randint(2, 30)
+            + "Some context. " * (rng.randint(2, 30) * scale)
         )
         out.append(("user", said))
         out.append(
-            ("assistant", rng.choice(REPLIES) + " " + "Details follow. " * rng.randint(2, 40))
+            (
+                "assistant",
+                rng.choice(REPLIES) + " " + "Details follow. " * (rng.randint(2, 40) * scale),
+            )
         )
     out.pop()  # the last assistant answer comes from the recorded call
     return out
 
 
-def record_corpus(url: str, sim: SimServer, threads: int) -> dict[str, int]:
+def record_corpus(url: str, sim: SimServer, threads: int, scale: int = 1) -> dict[str, int]:
     """Every thread's rows and its last real call; returns each thread's old-prefix tokens."""
     rng = random.Random(7)
     capture = PrefixCapture()
@@ -117,7 +128,7 @@ def record_corpus(url: str, sim: SimServer, threads: int) -> dict[str, int]:
         for i in range(threads):
             t = f"t{i:03d}"
             host.create_thread(t, "side")
-            turns = conversation(rng)
+            turns = conversation(rng, scale)
             messages: list[dict[str, Any]] = []
             for role, text in turns:
                 host.append_message(t, role, text, author="human" if role == "user" else None)
@@ -168,13 +179,21 @@ def figures(url: str, path: str) -> dict[str, Any]:
             "SELECT count(*), count(*) FILTER (WHERE validation_error IS NULL)"
             " FROM ember.shadow_proposals"
         ).fetchone()
+        # Pointers of valid proposals over all pointers, and the digested rows a valid one cites.
+        pointers = conn.execute(
+            "SELECT count(*) FILTER (WHERE p.validation_error IS NULL), count(*),"
+            " count(DISTINCT e.value ->> 'message_id') FILTER (WHERE p.validation_error IS NULL)"
+            " FROM ember.shadow_proposals AS p"
+            " CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(p.evidence) = 'array'"
+            " THEN p.evidence ELSE '[]' END) AS e"
+        ).fetchone()
         per_thread = dict(
             conn.execute(
                 "SELECT thread_id, cache_read_tokens FROM ember.shadow_runs WHERE path = %s",
                 (path,),
             ).fetchall()
         )
-    assert row is not None and props is not None
+    assert row is not None and props is not None and pointers is not None
     runs, completed, cost, messages, read, uncached, output, written = row
     return {
         "runs": runs,
@@ -187,22 +206,20 @@ def figures(url: str, path: str) -> dict[str, Any]:
         "written": int(written or 0),
         "proposals": props[0],
         "valid": props[1],
+        "valid_pointers": int(pointers[0] or 0),
+        "pointers": int(pointers[1] or 0),
+        "cited_rows": int(pointers[2] or 0),
         "per_thread_read": per_thread,
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--threads", type=int, default=200)
-    args = parser.parse_args()
-
+def run_size(threads: int, scale: int) -> tuple[dict[str, Any], dict[str, Any], float]:
+    """One corpus digested hot and, from a copy, cold: (hot figures, cold figures, hot share)."""
     hot_url = scratch_database(HOT_DB)
     cold_url = with_database(database_url(), COLD_DB)
     try:
         with SimServer(responder="heuristic") as sim:
-            old_prefix = record_corpus(hot_url, sim, args.threads)
+            old_prefix = record_corpus(hot_url, sim, threads, scale)
             # The same corpus for the cold path: a copy taken before anything is digested.
             with psycopg.connect(
                 with_database(database_url(), "postgres"), autocommit=True
@@ -220,46 +237,70 @@ def main() -> int:
             with psycopg.connect(cold_url, autocommit=True) as conn:
                 conn.execute("DELETE FROM ember.shadow_prefixes")
 
-            digest(hot_url, sim, args.threads, "SELECT ember.waiting_for_user(%s)")
+            digest(hot_url, sim, threads, "SELECT ember.waiting_for_user(%s)")
             hot = figures(hot_url, "hot")
-            digest(cold_url, sim, args.threads, "SELECT ember.task_ended(%s)")
+            digest(cold_url, sim, threads, "SELECT ember.task_ended(%s)")
             cold = figures(cold_url, "cold")
     finally:
         drop_scratch(COLD_DB)
         drop_scratch(HOT_DB)
+    old = sum(old_prefix[t] for t in hot["per_thread_read"])
+    return hot, cold, hot["read"] / old if old else 0.0
 
-    share = hot["read"] / sum(old_prefix[t] for t in hot["per_thread_read"]) if hot["runs"] else 0.0
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--threads", type=int, default=200)
+    args = parser.parse_args()
+
     rows = []
-    for name, f in (("hot", hot), ("cold", cold)):
-        per_k = f["cost"] / f["messages"] * 1000 if f["messages"] else Decimal("NaN")
-        f["per_k"] = per_k
-        print(
-            f"B4 shadow {name}: {f['completed']}/{f['runs']} runs completed, "
-            f"{f['messages']} messages digested, "
-            f"${f['cost']:.4f} in all, ${per_k:.4f} per 1,000 digested messages"
+    notes = []
+    for size, scale in SIZES.items():
+        hot, cold, share = run_size(args.threads, scale)
+        for name, f in (("hot", hot), ("cold", cold)):
+            per_k = f["cost"] / f["messages"] * 1000 if f["messages"] else Decimal("NaN")
+            input_total = f["read"] + f["written"] + f["uncached"]
+            uncached_share = f["uncached"] / input_total if input_total else 0.0
+            validity = f["valid_pointers"] / f["pointers"] if f["pointers"] else 0.0
+            cited = f["cited_rows"] / f["messages"] if f["messages"] else 0.0
+            print(
+                f"B4 {size} shadow {name}: {f['completed']}/{f['runs']} runs completed, "
+                f"{f['messages']} messages digested, ${f['cost']:.4f} in all, "
+                f"${per_k:.4f} per 1,000 digested messages, uncached {uncached_share:.1%} "
+                f"of input, evidence validity {validity:.3f}, rows cited {cited:.3f}"
+            )
+            rows.append(
+                f"| {size} | {name} | {f['completed']}/{f['runs']} | {f['messages']} "
+                f"| {f['read']:,} | {f['written']:,} | {f['uncached']:,} "
+                f"| {uncached_share:.1%} | {f['output']:,} | ${f['cost']:.4f} | ${per_k:.4f} "
+                f"| {validity:.3f} | {cited:.3f} |"
+            )
+        ratio = hot["cost"] / cold["cost"] if cold["cost"] else Decimal("NaN")
+        print(f"B4 {size} hot/cold cost: {ratio:.2f}; hot cache-read share {share:.3f}")
+        notes.append(
+            f"- {size}: hot costs {ratio:.2f}x cold; hot path cache-read share of old-prefix "
+            f"tokens {share:.3f} (target >= 0.95: {'meets' if share >= 0.95 else 'misses'})"
         )
-        rows.append(
-            f"| {name} | {f['completed']}/{f['runs']} | {f['messages']} | {f['read']:,} "
-            f"| {f['written']:,} | "
-            f"{f['uncached']:,} | {f['output']:,} | ${f['cost']:.4f} | ${per_k:.4f} |"
-        )
-    print(f"B4 hot path cache-read share of old-prefix tokens: {share:.3f} (target >= 0.95)")
     lines = [
         "## B4: shadow cost at list price (generated corpus, ember sim)",
         "",
         f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}; "
-        f"{args.threads} threads of 3 to 23 messages, recorded through the SDK with the capture "
-        f"hook; hot on {MODEL}, cold on the light tier. Token counts are the simulator's "
+        f"{args.threads} threads of 3 to 23 messages at each size, recorded through the SDK "
+        "with the capture hook (30k: every message's context twenty times longer); hot on "
+        f"{MODEL}, cold on the light tier. Token counts are the simulator's "
         "estimate (one token per four characters), prices the registry's "
-        "snapshot: an estimate, not a bill.",
+        "snapshot: an estimate, not a bill. Validity: pointers of valid proposals over all "
+        "pointers; cited: digested rows a valid proposal cites.",
         "",
-        "| path | runs completed | messages digested | cache read | cache written "
-        "| uncached input | output | USD | USD per 1,000 messages |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| size | path | runs completed | messages digested | cache read | cache written "
+        "| uncached input | uncached share | output | USD | USD per 1,000 messages "
+        "| validity | cited |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"- hot path cache-read share of old-prefix tokens: {share:.3f} "
-        f"(target >= 0.95: {'meets' if share >= 0.95 else 'misses'})",
+        *notes,
         "",
     ]
     path = write_section("b4", "\n".join(lines))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import time
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -229,9 +228,10 @@ def shadow_beside() -> list[str]:
         return []
     found = []
     for line in path.read_text().splitlines():
-        m = re.match(r"^\| (hot|cold) \|.*\| \$([0-9.]+) \|$", line)
-        if m:
-            found.append(f"| shadow {m[1]} (B4) | ${m[2]} |")
+        # | size | path | ... | USD per 1,000 messages | validity | cited |
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 13 and cells[1] in ("hot", "cold") and cells[10].startswith("$"):
+            found.append(f"| shadow {cells[1]}, {cells[0]} prefixes (B4) | {cells[10]} |")
     return found
 
 
