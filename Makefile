@@ -70,7 +70,7 @@ pgtap: $(call PART,test)
 pytest: $(call PART,test) $(call PART,embed)
 	@$(BIN)/pytest -q
 
-## test-long: the stage-two schedule (pgtap/103) at STEPS steps (default 2000), SEEDS seeds
+## test-long: the stage-two schedule (pgtap/097_cutover_stage_two_schedule) at STEPS steps (default 2000), SEEDS seeds
 STEPS ?= 2000
 SEEDS ?= 0.4242 0.1 0.7
 test-long: $(call PART,test)
@@ -80,7 +80,7 @@ test-long: $(call PART,test)
 	psql_bin=$$($(BIN)/python -c 'from ember.embedded import bin_dir; print(bin_dir() / "psql")'); \
 	for seed in $(SEEDS); do \
 		out=$$(pg_prove --verbose --psql-bin "$$psql_bin" --dbname "$$url" --set steps=$(STEPS) \
-			--set seed=$$seed pgtap/103_stage_two_schedule.sql 2>&1); status=$$?; \
+			--set seed=$$seed pgtap/097_cutover_stage_two_schedule.sql 2>&1); status=$$?; \
 		printf '%s\n' "$$out" | grep -E '^(# seed|not ok|#  |Result)'; \
 		[ $$status -eq 0 ] || exit 1; \
 	done
