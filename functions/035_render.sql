@@ -90,6 +90,20 @@ $$;
 -- A row of an isolated thread is refused rather than skipped: every caller is supposed to have
 -- filtered those out already, and a silent skip would hide the caller's bug while an error stops
 -- the leak where it starts (invariant 1).
+-- EM031 for a row of an isolated thread, which no renderer may show a model (invariant 1).
+CREATE OR REPLACE FUNCTION ember.render_refuse_isolated(m ember.messages)
+RETURNS void
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF ember.is_isolated(m.thread_id) THEN
+        RAISE EXCEPTION 'message % belongs to isolated thread "%": it is never rendered for a model',
+            m.id, m.thread_id
+            USING ERRCODE = 'EM031';
+    END IF;
+END;
+$$;
+
 DROP FUNCTION IF EXISTS ember.render_row(ember.messages, integer);
 CREATE OR REPLACE FUNCTION ember.render_row(
     m ember.messages, p_max_chars integer DEFAULT NULL, p_show_date boolean DEFAULT FALSE
@@ -106,11 +120,7 @@ BEGIN
     IF m.id IS NULL THEN
         RETURN NULL;
     END IF;
-    IF ember.is_isolated(m.thread_id) THEN
-        RAISE EXCEPTION 'message % belongs to isolated thread "%": it is never rendered for a model',
-            m.id, m.thread_id
-            USING ERRCODE = 'EM031';
-    END IF;
+    PERFORM ember.render_refuse_isolated(m);
     IF p_max_chars IS NOT NULL AND p_max_chars < 100 THEN
         RAISE EXCEPTION 'a rendered row needs room for at least 100 characters, got %', p_max_chars
             USING ERRCODE = 'EM034';
@@ -182,11 +192,7 @@ BEGIN
     IF m.id IS NULL THEN
         RETURN NULL;
     END IF;
-    IF ember.is_isolated(m.thread_id) THEN
-        RAISE EXCEPTION 'message % belongs to isolated thread "%": it is never rendered for a model',
-            m.id, m.thread_id
-            USING ERRCODE = 'EM031';
-    END IF;
+    PERFORM ember.render_refuse_isolated(m);
     v_text := nullif(btrim(m.content), '');
     IF v_text IS NULL AND m.role = 'assistant' AND m.blocks IS NOT NULL AND json_typeof(m.blocks) = 'array' THEN
         SELECT '[tool call ' || coalesce(b ->> 'name', 'unknown_tool') || ']' INTO v_text
