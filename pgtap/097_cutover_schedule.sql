@@ -65,10 +65,7 @@ CREATE FUNCTION pg_temp.run_schedule(p_seed double precision, p_steps integer) R
 DECLARE
     v_now timestamptz := '2030-04-01 09:00+00';
     v_roll double precision;
-    v_scope text;
-    v_value text;
     v_threads text[] := ARRAY['a', 'b', 'c'];
-    v_cut jsonb;
     o record;
 BEGIN
     PERFORM setseed(p_seed);
@@ -76,32 +73,9 @@ BEGIN
         v_now := v_now + interval '30 minutes';
         v_roll := random();
         IF v_roll < 0.40 THEN
-            FOR i IN 1 .. 1 + floor(random() * 3)::integer LOOP
-                PERFORM ember.append_message(v_threads[1 + floor(random() * 3)::integer], 'user',
-                                             'note ' || v_step || '.' || i, p_now => v_now);
-                PERFORM pg_temp.bump('append');
-            END LOOP;
+            PERFORM pg_temp.append_step(v_step, v_now, v_threads);
         ELSIF v_roll < 0.55 THEN
-            v_scope := (ARRAY['thread', 'thread', 'thread', 'category', 'all'])[1 + floor(random() * 5)::integer];
-            v_value := CASE v_scope WHEN 'thread' THEN v_threads[1 + floor(random() * 3)::integer]
-                                    WHEN 'category' THEN 'travel' END;
-            IF pg_temp.oracle_overlaps(v_scope, v_value) THEN
-                BEGIN
-                    PERFORM ember.cut_over(v_scope, v_value, 'schedule', NULL, v_now);
-                    PERFORM pg_temp.violation(v_step, format('cut-over of %s %s overlaps, yet was made', v_scope, v_value));
-                EXCEPTION WHEN SQLSTATE 'EM122' THEN
-                    PERFORM pg_temp.bump('refused-overlap');
-                END;
-            ELSE
-                v_cut := ember.cut_over(v_scope, v_value, 'schedule', NULL, v_now);
-                INSERT INTO oracle_cuts (id, scope, value, from_seq, active)
-                VALUES ((v_cut ->> 'cutover_id')::bigint, v_scope, v_value,
-                        (SELECT coalesce(max(seq), 0) FROM ember.messages), true);
-                IF (v_cut ->> 'from_seq')::bigint <> (SELECT coalesce(max(seq), 0) FROM ember.messages) THEN
-                    PERFORM pg_temp.violation(v_step, 'the cut-over''s point is not the last row');
-                END IF;
-                PERFORM pg_temp.bump('cut-over');
-            END IF;
+            PERFORM pg_temp.cutover_step(v_step, v_now, v_threads);
         ELSIF v_roll < 0.68 THEN
             SELECT * INTO o FROM oracle_cuts WHERE active ORDER BY random() LIMIT 1;
             IF FOUND THEN
