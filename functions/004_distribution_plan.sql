@@ -62,6 +62,7 @@ AS $$
     ('main_actions', 'distributed', 'thread_id', 'main''s messages to a side chat, kept on the side chat'),
     ('schema_migrations', 'local', NULL, 'what ember migrate applied: the coordinator''s bookkeeping'),
     ('schema_functions', 'local', NULL, 'the checksum of functions/: the coordinator''s bookkeeping'),
+    ('fleet_tick', 'local', NULL, 'one row: which worker ticked last; tick runs on the coordinator'),
     ('import_files', 'local', NULL, 'files ember import took whole, by digest: the coordinator''s bookkeeping'),
     ('judge_runs', 'local', NULL, 'the semantic judge: analyst work, read through the comparison views'),
     ('judged_pairs', 'local', NULL, 'the judge''s verdicts: analyst work'),

@@ -178,3 +178,41 @@ BEGIN
     );
 END;
 $$;
+
+-- tick() for a fleet of workers: each worker calls this every tick interval, and about one tick an
+-- interval runs. A worker finds the last tick in ember.fleet_tick; younger than half of p_every,
+-- it is left alone (NULL). Nothing is held between calls: a worker that stops ticking, dead or
+-- frozen with its connections open, is simply not the last to tick any more, and the next
+-- worker's next call ticks. The transaction lock only keeps two callers from both deciding to
+-- tick at once; tick() itself would serialize them too (its own lock), a second time for nothing.
+-- Returns tick()'s answer and the worker that ticked before (ticker_before), so a worker can say
+-- when it took over.
+CREATE OR REPLACE FUNCTION ember.fleet_tick(p_worker text, p_every interval)
+RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    v_last ember.fleet_tick;
+    v_result jsonb;
+BEGIN
+    IF p_worker IS NULL OR p_worker = '' OR length(p_worker) > 200 THEN
+        RAISE EXCEPTION 'fleet_tick: the worker name must be 1 to 200 characters'
+            USING ERRCODE = '22023';
+    END IF;
+    IF p_every IS NULL OR p_every <= interval '0' OR p_every > interval '1 day' THEN
+        RAISE EXCEPTION 'fleet_tick: the tick interval must be above 0 and at most a day, not %',
+            p_every USING ERRCODE = '22023';
+    END IF;
+    IF NOT pg_try_advisory_xact_lock(hashtext('ember.fleet_tick')) THEN
+        RETURN NULL;  -- another worker is deciding, or ticking, right now
+    END IF;
+    SELECT * INTO v_last FROM ember.fleet_tick WHERE one;
+    IF v_last.ticked_at > clock_timestamp() - p_every / 2 AND v_last.ticked_at <= clock_timestamp() THEN
+        RETURN NULL;
+    END IF;
+    v_result := ember.tick();
+    INSERT INTO ember.fleet_tick (one, worker, ticked_at) VALUES (true, p_worker, clock_timestamp())
+    ON CONFLICT (one) DO UPDATE SET worker = excluded.worker, ticked_at = excluded.ticked_at;
+    RETURN v_result || jsonb_build_object('ticker_before', v_last.worker);
+END;
+$$;

@@ -314,20 +314,14 @@ BEGIN
             coalesce(c.name, s.name) AS name,
             c.connections,
             c.purposes,
-            c.ticker,
+            ft.ticked_at AS ticked_at,
             s.last_claim
         FROM (
             SELECT
                 -- ember-worker:NAME:PURPOSE (worker/ember/worker/loop.py); NAME may hold colons.
                 substring(a.application_name FROM '^ember-worker:(.*):[^:]*$') AS name,
                 count(*)::integer AS connections,
-                string_agg(DISTINCT substring(a.application_name FROM ':([^:]*)$'), ', ') AS purposes,
-                bool_or(EXISTS (
-                    SELECT 1 FROM pg_catalog.pg_locks AS l
-                    WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
-                        AND l.objid::bigint = (hashtext('ember.worker.ticker')::bigint & 4294967295)
-                        AND l.classid::bigint = ((hashtext('ember.worker.ticker')::bigint >> 32) & 4294967295)
-                )) AS ticker
+                string_agg(DISTINCT substring(a.application_name FROM ':([^:]*)$'), ', ') AS purposes
             FROM pg_catalog.pg_stat_activity AS a
             WHERE a.datname = current_database() AND a.application_name LIKE 'ember-worker:%'
             GROUP BY 1
@@ -341,13 +335,14 @@ BEGIN
             ) AS x
             GROUP BY x.worker
         ) AS s ON s.name = c.name
+        LEFT JOIN ember.fleet_tick AS ft ON ft.worker = coalesce(c.name, s.name)
     )
 
     SELECT 'workers', CASE WHEN w.connections IS NOT NULL THEN 'connected' ELSE 'seen' END, 'worker',
         coalesce(w.connections, 0), w.name, w.last_claim, NULL::timestamptz,
         concat_ws('; ',
             CASE WHEN w.connections IS NOT NULL THEN format('connected now (%s)', w.purposes) ELSE 'not connected now' END,
-            CASE WHEN w.ticker THEN 'ticks for the fleet' END,
+            'ticked for the fleet last, at ' || w.ticked_at::text,
             coalesce('last claimed a run at ' || w.last_claim::text, 'claimed nothing within status_window'))
     FROM workers AS w
     UNION ALL

@@ -94,6 +94,7 @@ BEGIN
             ('ember_host', 'side_chat_inspect'),
             -- ember_worker: the tick, claims, submits, and what a plan needs to be routed.
             ('ember_worker', 'tick'),
+            ('ember_worker', 'fleet_tick'),
             ('ember_worker', 'shadow_ready'),
             ('ember_worker', 'claim_shadow_run'),
             ('ember_worker', 'submit_shadow_run'),

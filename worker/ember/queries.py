@@ -155,8 +155,9 @@ FROM ember.comparison_item_evidence(
 # --- worker (issue 9) ---
 # The loop's own statements; every rule they rely on is in functions/04x_shadow_*.sql.
 
-# A session-level lock: the worker holding it is the fleet's ticker until its connection ends.
-TICKER_TRY_LOCK: LiteralString = "SELECT pg_try_advisory_lock(hashtext('ember.worker.ticker'))"
+# The fleet's tick: NULL when another worker ticked within half an interval (nothing is held
+# between calls, so a worker that stops ticking is replaced at once; functions/046_shadow_tick.sql).
+FLEET_TICK: LiteralString = "SELECT ember.fleet_tick(%(worker)s, make_interval(secs => %(every)s))"
 # The periodic pass: idle threads offered, expired prefixes dropped, lapsed leases freed.
 TICK: LiteralString = "SELECT ember.tick()"
 # The same pass at a given time (NULL: now), for a runtime that simulates time: `ember demo`'s

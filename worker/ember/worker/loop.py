@@ -569,32 +569,28 @@ class Worker:
     # --- tick ---
 
     async def _ticker(self, interval: float, first_tick: asyncio.Event) -> None:
-        """tick() by one worker of the fleet: whoever holds the session advisory lock.
+        """tick() for the fleet: every worker asks each interval, and one tick an interval runs.
 
-        The lock is session-level on a connection of its own, so it is released when this worker
-        dies or its connection drops, and another worker's next attempt takes over.
+        fleet_tick() ticks only when nobody has within half an interval, and holds nothing between
+        calls: a worker that dies, or stops while its connections stay open, is replaced at the
+        next worker's next interval.
         """
         conn: psycopg.AsyncConnection[Any] | None = None
-        holder = False
+        name = self.config.name
         while not self.stopping.is_set():
             try:
                 if conn is None or conn.closed or conn.broken:
-                    holder = False
                     conn = await self.connect_with_retry("tick")
                     if conn is None:
                         return
-                if not holder:
-                    cur = await conn.execute(queries.TICKER_TRY_LOCK)
-                    row = await cur.fetchone()
-                    holder = bool(row and row[0])
-                    if holder:
-                        log.info("this worker ticks for the fleet", extra={"event": "ticker"})
-                if holder:
-                    cur = await conn.execute(queries.TICK)
-                    row = await cur.fetchone()
+                cur = await conn.execute(queries.FLEET_TICK, {"worker": name, "every": interval})
+                row = await cur.fetchone()
+                result = row[0] if row else None
+                if result is not None:
                     self.metrics.ticks.inc()
-                    result = row[0] if row else {}
-                    if result and (result.get("runs_abandoned") or result.get("ready")):
+                    if result.pop("ticker_before", None) != name:
+                        log.info("this worker ticks for the fleet", extra={"event": "ticker"})
+                    if result.get("runs_abandoned") or result.get("ready"):
                         log.info("tick", extra={"event": "tick", **result})
             except psycopg.Error as exc:
                 self._db_failed("tick failed", exc, "tick_failed")
