@@ -102,7 +102,7 @@ def test_human_messages_interleaved_with_claims_and_submits(db: str) -> None:
     point. A run whose thread got the message while it was out ends cancelled with no
     proposals; every other run completes with its proposal."""
     rng = random.Random(29)
-    rounds = 300
+    rounds = 500
     cancelled = completed = 0
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("SELECT ember.create_thread('main', 'main')")

@@ -14,21 +14,24 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
-import anthropic
 import psycopg
 import pytest
 
-from ember.host import PrefixCapture, turn_tools
 from ember.sim import Reply, Scripted, SimServer
 from ember.sim.responders import Heuristic
 from ember.tools import SHADOW_TOOL_NAME
 from ember.worker.jsonspan import scan
 from ember.worker.shadow import PLACEHOLDER, ShadowPipeline
-from simfixtures import words
-from workerkit import API_KEY, InProcessContext, as_role, host_on, prepare, proposals, runs
+from workerkit import (
+    InProcessContext,
+    as_role,
+    host_turn,
+    prepare,
+    proposals,
+    runs,
+)
 
 CC = {"type": "ephemeral"}
-SYSTEM = "You are a careful assistant for a small team. " + words("system", 2400)
 BASH = {
     "name": "bash",
     "description": "run a shell command",
@@ -52,38 +55,9 @@ def _record_turn(
     thinking: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     """One real host turn on thread t1: returns the human message id and the request sent."""
-    with host_on(url) as host:
-        said = "From now on I prefer answers in metric units. " + words("ctx", 200)
-        mid = host.append_message("t1", "user", said, author="human")
-        capture = PrefixCapture()
-        client = anthropic.Anthropic(
-            base_url=sim.base_url,
-            api_key=API_KEY,
-            max_retries=0,
-            http_client=capture.http_client(),
-        )
-        extra: dict[str, Any] = {}
-        if thinking:
-            extra["thinking"] = {"type": "enabled", "budget_tokens": 1024}
-        sim.state.responder.push(answer)  # type: ignore[attr-defined]
-        message = client.messages.create(
-            model=model,
-            max_tokens=4096,
-            system=[{"type": "text", "text": SYSTEM, "cache_control": CC}],
-            tools=turn_tools([BASH]),  # type: ignore[arg-type]
-            messages=[
-                {"role": "user", "content": [{"type": "text", "text": said, "cache_control": CC}]}
-            ],
-            **extra,
-        )
-        host.append_message(
-            "t1",
-            "assistant",
-            "".join(b.text for b in message.content if b.type == "text"),
-            blocks=[b.model_dump(mode="json") for b in message.content],
-        )
-        assert host.note_prefix("t1", capture.take())
-        host.waiting_for_user("t1")
+    sim.state.responder.push(answer)  # type: ignore[attr-defined]
+    extra = {"thinking": {"type": "enabled", "budget_tokens": 1024}} if thinking else None
+    mid = host_turn(url, sim.base_url, model=model, tools=[BASH], extra=extra)
     return mid, sim.requests[-1].body
 
 

@@ -16,10 +16,12 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import psycopg
 from anthropic import AsyncAnthropic
 
-from ember.host import Host
+from ember.host import Host, PrefixCapture, turn_tools
+from simfixtures import words
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBER = str(Path(sys.executable).parent / "ember")
@@ -48,6 +50,49 @@ def prepare(url: str, threads: list[str] | None = None) -> None:
 def host_on(url: str) -> Iterator[Host]:
     with psycopg.connect(url, autocommit=True) as conn:
         yield Host(conn)
+
+
+HOT_SYSTEM = "You are a careful assistant for a small team. " + words("system", 2400)
+
+
+def host_turn(
+    url: str,
+    base_url: str,
+    *,
+    model: str = "claude-sonnet-4-6",
+    tools: list[dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> int:
+    """One real host turn on thread t1 through the SDK (the human's row, the call with cache
+    marks, the answer's row), its exact request bytes noted as the thread's prefix and the
+    thread left waiting for the user: a thread ready for the hot path. Returns the human row."""
+    cc = {"type": "ephemeral"}
+    with host_on(url) as host:
+        said = "From now on I prefer answers in metric units. " + words("ctx", 200)
+        mid = host.append_message("t1", "user", said, author="human")
+        capture = PrefixCapture()
+        client = anthropic.Anthropic(
+            base_url=base_url, api_key=API_KEY, max_retries=0, http_client=capture.http_client()
+        )
+        message = client.messages.create(
+            model=model,
+            max_tokens=4096,
+            system=[{"type": "text", "text": HOT_SYSTEM, "cache_control": cc}],  # type: ignore[list-item]
+            tools=turn_tools(tools or []),  # type: ignore[arg-type]
+            messages=[
+                {"role": "user", "content": [{"type": "text", "text": said, "cache_control": cc}]}
+            ],
+            **(extra or {}),
+        )
+        host.append_message(
+            "t1",
+            "assistant",
+            "".join(b.text for b in message.content if b.type == "text"),
+            blocks=[b.model_dump(mode="json") for b in message.content],
+        )
+        assert host.note_prefix("t1", capture.take())
+        host.waiting_for_user("t1")
+    return mid
 
 
 def offer_cold(url: str, thread: str, text: str, *, human: bool = True) -> int:

@@ -25,7 +25,7 @@ from anthropic import AsyncAnthropic
 from psycopg.types.json import Jsonb
 from pydantic import ValidationError
 
-from ember import queries
+from ember import faults, queries
 from ember.textversion import text_version
 from ember.tools import SEMANTIC_JUDGE_TOOL, SemanticJudgement, semantic_judge_tool
 from ember.worker.calls import CallError, create_message, describe_error, usage_of, without_nul
@@ -143,6 +143,7 @@ def judge_group(
     usage: dict[str, int] = {}
     pairs: list[list[int]] = []
     error: str | None = None
+    faults.pause_blocking("judge", "before-call")
     try:
         response = runner.run(create_message(client, request))
         usage = usage_of(response)
@@ -168,6 +169,7 @@ def judge_group(
         # Of prompts/semantic_judge.md as this request carried it (it is read for every group).
         "prompt_sha256": text_version(request["system"]),
     }
+    faults.pause_blocking("judge", "before-submit")
     # The error may quote the model's answer (a field name it invented), which may hold U+0000.
     row = conn.execute(
         queries.SUBMIT_JUDGE_RUN, {"outcome": Jsonb(without_nul(outcome))}

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries
+from ember import faults, queries
 from ember.sqlstates import CONSOLIDATION_RUN_LOST
 from ember.textversion import text_version
 from ember.tools import (
@@ -100,6 +100,7 @@ class ConsolidationPipeline(LeasedPipeline):
             outcome = self._outcome("failed", str(exc), usage, started, [], digest)
         except Exception as exc:  # any SDK or transport error: the run fails, nothing changes
             outcome = self._outcome("failed", describe_error(exc), usage, started, [], digest)
+        await faults.pause(self.name, "before-submit")
         status = await self._submit(job, ctx, outcome)
         ctx.observe_run(pipeline=self.name, path="consolidation", model=model, status=status)
         ctx.log.info("run %s", status, extra={"event": "run_finished", "status": status})

@@ -22,7 +22,7 @@ import psycopg
 from anthropic import AsyncAnthropic
 from psycopg.conninfo import conninfo_to_dict
 
-from ember import queries
+from ember import faults, queries
 from ember.commands.base import EXIT_MIGRATIONS
 from ember.servererror import server_terminated
 from ember.worker import idle
@@ -434,6 +434,7 @@ class Worker:
         ctx = _JobContext(self, running)
         keeper = asyncio.create_task(self._keep_lease(running))
         try:
+            await faults.pause(running.pipeline.name, "before-call")
             await running.pipeline.execute(running.job, ctx)
         except asyncio.CancelledError:
             if self.stopping.is_set() and not running.lost:

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries, sqlstates
+from ember import faults, queries, sqlstates
 from ember.cachemark import last_message_marker
 from ember.textversion import text_version
 from ember.tools import (
@@ -305,6 +305,7 @@ class ShadowPipeline(LeasedPipeline):
             outcome = _outcome("failed", str(exc), usage, started, [], diagnostics, digest)
         except Exception as exc:  # any SDK or transport error: the run fails with what is known
             outcome = _outcome("failed", describe_error(exc), usage, started, [], None, digest)
+        await faults.pause(self.name, "before-submit")
         # The call is over: the submit is one short statement, and it runs to the end even if a
         # cancel or the shutdown arrives meanwhile (SQL turns a cancelled run's outcome into
         # 'cancelled' by itself); abandoning it halfway would leave the run to lapse instead.

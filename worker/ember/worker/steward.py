@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ember import queries, sqlstates
+from ember import faults, queries, sqlstates
 from ember.embed import Embedder, EmbedderUnavailable, load_embedder
 from ember.textversion import text_version
 from ember.tools import steward_call_error, steward_tool_definitions
@@ -151,6 +151,7 @@ class StewardPipeline(LeasedPipeline):
                 ctx.observe_call(
                     pipeline=self.name, model=model, seconds=latency, usage=usage_of(response)
                 )
+                await faults.pause(self.name, "before-submit")
                 result = await self._step(job, ctx, response, int(latency * 1000), digest)
                 if result is None:
                     return  # no longer ours
