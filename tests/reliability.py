@@ -43,6 +43,7 @@ SCENARIOS: dict[str, tuple[str, str]] = {
     "content-errors": ("hostile output", "lone surrogates and infinite numbers in an answer"),
     "seal-steward": ("seals", "a thread sealed while a steward call that read it is out"),
     "leak-audit": ("leaks", "every request the simulator received, after both pipelines ran"),
+    "leak-audit-demo": ("leaks", "every request of a whole demo run, over the demo's corpus"),
     "secrets": ("leaks", "the API key in worker output and request bodies"),
     "log-links": ("embedded server", "links planted at the server log; one user per checkout"),
     "hostile-import": (
