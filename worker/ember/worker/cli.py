@@ -52,6 +52,10 @@ def run_worker(args: argparse.Namespace) -> int:
         print(f"ember worker: {exc}", file=sys.stderr)
         return 2
 
+    from ember.worker import memtrace
+
+    memtrace.start_from_env()
+
     async def main() -> int:
         return await Worker(config, make_client(access)).run()
 
