@@ -47,6 +47,10 @@ DECLARE
     pf ember.shadow_prefixes;
     v_run ember.shadow_runs;
     v_plan jsonb;
+    v_rows jsonb;
+    v_pages jsonb;
+    v_prediction jsonb;
+    v_ratio numeric;
 BEGIN
     PERFORM ember.require_now(p_now);
     IF p_worker IS NULL OR btrim(p_worker) = '' THEN
@@ -125,6 +129,52 @@ BEGIN
         END IF;
     END IF;
 
+    SELECT array_agg(m.id ORDER BY m.seq), max(m.seq) INTO v_ids, v_through
+    FROM ember.messages AS m
+    WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq;
+    IF v_ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+
+    IF v_path = 'hot' THEN
+        -- The rows go along for the shadow question, which must give the model real ids to cite:
+        -- a row written before the recorded request is in the replayed conversation already, and
+        -- so is the recorded answer (the first row after the request, when it is the assistant's:
+        -- the replay appends the stored response), so each goes as a line of the key (its id,
+        -- place and first words: render_key_row); any other row written after the request (a
+        -- tool result since) is not, and goes whole.
+        SELECT jsonb_agg(CASE WHEN g.created_at <= pf.request_started_at
+                                   OR (g.after = 1 AND g.role = 'assistant')
+                              THEN ember.render_key_row(g.m, g.position)
+                              ELSE ember.render_row(g.m) END ORDER BY g.seq)
+        INTO v_rows
+        FROM (
+            SELECT x AS m, x.id, x.seq, x.created_at, x.role,
+                row_number() OVER (ORDER BY x.seq) AS position,
+                -- The place among the rows written after the request: 1 is the answer's.
+                CASE WHEN x.created_at > pf.request_started_at
+                     THEN row_number() OVER (PARTITION BY x.created_at > pf.request_started_at ORDER BY x.seq)
+                END AS after
+            FROM ember.messages AS x WHERE x.generation_id = r.generation_id AND x.seq <= v_through
+        ) AS g
+        WHERE g.id = ANY (v_ids);
+        v_prediction := ember.shadow_cost_prediction(r.generation_id, v_ids, v_model, pf.response, v_rows, NULL);
+        -- hot_max_cost_ratio (0: off): a hot run predicted to cost more than that many times its
+        -- cold run goes cold, and says so in its reasons.
+        v_ratio := ember.setting('hot_max_cost_ratio')::numeric;
+        IF v_ratio > 0 AND (v_prediction ->> 'hot_usd')::numeric > v_ratio * (v_prediction ->> 'cold_usd')::numeric THEN
+            v_path := 'cold';
+            v_model := v_prediction ->> 'cold_model';
+            r.reasons := r.reasons || 'hot-costlier'::text;
+        END IF;
+    END IF;
+    IF v_path = 'cold' THEN
+        v_pages := ember.render_pages(v_ids);
+        v_prediction := coalesce(
+            v_prediction, ember.shadow_cost_prediction(r.generation_id, v_ids, NULL, NULL, NULL, v_pages)
+        );
+    END IF;
+
     -- Lock the model row the plan routes to (FOR SHARE) and check its tags again: a tag removal
     -- that committed after shadow_ready looked is seen here (a locked row is read in its latest
     -- version), and one that has not committed waits for this claim, and then finds the running
@@ -136,22 +186,17 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    SELECT array_agg(m.id ORDER BY m.seq), max(m.seq) INTO v_ids, v_through
-    FROM ember.messages AS m
-    WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq;
-    IF v_ids IS NULL THEN
-        RETURN NULL;
-    END IF;
-
     INSERT INTO ember.shadow_runs (
         thread_id, generation_id, path, model, reason, from_seq, through_seq,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h,
-        price_cache_read, started_at, worker, lease_token, lease_expires_at
+        price_cache_read, started_at, worker, lease_token, lease_expires_at,
+        predicted_hot_usd, predicted_cold_usd, cost_prediction
     )
     SELECT
         v_thread, r.generation_id, v_path, md.id, array_to_string(r.reasons, ','), r.from_seq, v_through,
         md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
-        md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease
+        md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease,
+        (v_prediction ->> 'hot_usd')::numeric, (v_prediction ->> 'cold_usd')::numeric, v_prediction
     FROM ember.models AS md
     WHERE md.id = v_model
     RETURNING * INTO v_run;
@@ -174,40 +219,20 @@ BEGIN
         'reasons', to_jsonb(r.reasons),
         'from_seq', r.from_seq,
         'through_seq', v_through,
-        'row_count', cardinality(v_ids)
+        'row_count', cardinality(v_ids),
+        'predicted_cost', v_prediction
     );
     IF v_path = 'hot' THEN
         -- The stored bytes as JSON strings: a jsonb string keeps every character, so the worker
         -- gets back exactly the text the host recorded (key order and whitespace included).
-        -- The rows go along for the shadow question, which must give the model real ids to cite:
-        -- a row written before the recorded request is in the replayed conversation already, and
-        -- so is the recorded answer (the first row after the request, when it is the assistant's:
-        -- the replay appends the stored response), so each goes as a line of the key (its id,
-        -- place and first words: render_key_row); any other row written after the request (a
-        -- tool result since) is not, and goes whole.
         v_plan := v_plan || jsonb_build_object(
             'request', pf.request,
             'response', pf.response,
             'request_started_at', pf.request_started_at,
-            'rows', (
-                SELECT jsonb_agg(CASE WHEN g.created_at <= pf.request_started_at
-                                           OR (g.after = 1 AND g.role = 'assistant')
-                                      THEN ember.render_key_row(g.m, g.position)
-                                      ELSE ember.render_row(g.m) END ORDER BY g.seq)
-                FROM (
-                    SELECT x AS m, x.id, x.seq, x.created_at, x.role,
-                        row_number() OVER (ORDER BY x.seq) AS position,
-                        -- The place among the rows written after the request: 1 is the answer's.
-                        CASE WHEN x.created_at > pf.request_started_at
-                             THEN row_number() OVER (PARTITION BY x.created_at > pf.request_started_at ORDER BY x.seq)
-                        END AS after
-                    FROM ember.messages AS x WHERE x.generation_id = r.generation_id AND x.seq <= v_through
-                ) AS g
-                WHERE g.id = ANY (v_ids)
-            )
+            'rows', v_rows
         );
     ELSE
-        v_plan := v_plan || jsonb_build_object('pages', ember.render_pages(v_ids));
+        v_plan := v_plan || jsonb_build_object('pages', v_pages);
     END IF;
     RETURN v_plan;
 END;

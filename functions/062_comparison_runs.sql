@@ -35,7 +35,9 @@ SELECT
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
     CASE WHEN s.status = 'completed' THEN s.digested_rows::bigint ELSE 0 END AS digested_rows,
-    s.prompt_sha256
+    s.prompt_sha256,
+    NULL::numeric AS predicted_hot_usd,
+    NULL::numeric AS predicted_cold_usd
 FROM ember.steward_runs AS s
 UNION ALL
 SELECT
@@ -63,7 +65,9 @@ SELECT
     r.from_seq,
     r.through_seq,
     NULL::bigint AS digested_rows,
-    r.prompt_sha256
+    r.prompt_sha256,
+    r.predicted_hot_usd,
+    r.predicted_cold_usd
 FROM ember.shadow_runs AS r
 WHERE r.thread_id NOT IN (SELECT i.thread_id FROM ember.comparison_isolated_threads AS i)
 UNION ALL
@@ -92,7 +96,9 @@ SELECT
     NULL::bigint AS from_seq,
     NULL::bigint AS through_seq,
     0::bigint AS digested_rows,
-    j.prompt_sha256
+    j.prompt_sha256,
+    NULL::numeric AS predicted_hot_usd,
+    NULL::numeric AS predicted_cold_usd
 FROM ember.judge_runs AS j;
 
 -- The runs of a window, by their start: the one rule every cost, latency and run list of the
@@ -147,7 +153,7 @@ AS $$
     )
 $$;
 
-SELECT ember.drop_if_result_changed('ember.comparison_cost(timestamptz, timestamptz)', 'input_tokens bigint');
+SELECT ember.drop_if_result_changed('ember.comparison_cost(timestamptz, timestamptz)', 'predicted_input_usd numeric');
 
 CREATE OR REPLACE FUNCTION ember.comparison_cost(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
@@ -163,7 +169,10 @@ RETURNS TABLE (
     cache_write_1h_tokens bigint,
     output_tokens bigint,
     runs_without_price bigint,
-    estimated_usd numeric
+    estimated_usd numeric,
+    input_usd numeric,
+    predicted_input_usd numeric,
+    predicted_other_path_usd numeric
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
@@ -176,7 +185,14 @@ BEGIN
            sum(r.cache_write_1h_tokens)::bigint, sum(r.output_tokens)::bigint,
            count(*) FILTER (WHERE ember.run_usd(r) IS NULL),
            -- A missing price makes the whole group unknown: never a smaller total.
-           CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END
+           CASE WHEN bool_and(ember.run_usd(r) IS NOT NULL) THEN round(sum(ember.run_usd(r)), 6) END,
+           -- The input part of what the runs cost, beside what the claims predicted for it (shadow
+           -- runs: the path taken, and the path not taken). Unknown as soon as one part is.
+           round(ember.known_sum(array_agg(ember.run_usd(r) - ember.run_output_usd(r))), 6),
+           CASE WHEN r.pipeline LIKE 'shadow %' THEN round(ember.known_sum(array_agg(
+               CASE r.path WHEN 'hot' THEN r.predicted_hot_usd ELSE r.predicted_cold_usd END)), 6) END,
+           CASE WHEN r.pipeline LIKE 'shadow %' THEN round(ember.known_sum(array_agg(
+               CASE r.path WHEN 'hot' THEN r.predicted_cold_usd ELSE r.predicted_hot_usd END)), 6) END
     FROM ember.comparison_window_runs(p_since, p_until) AS r
     GROUP BY r.pipeline, r.model, r.status
     ORDER BY r.pipeline, r.model, r.status;

@@ -12,6 +12,7 @@ import asyncio
 import copy
 from collections.abc import Iterator
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import psycopg
@@ -264,3 +265,26 @@ def test_a_hot_run_cites_the_rows_of_its_prefix_through_the_key(
     assert [p["validation_error"] for p in stored] == [None] * len(stored)
     cited = [e for p in stored for e in p["evidence"]]
     assert {"message_id": mid} in cited, cited
+
+
+def test_a_hot_claim_predicts_the_input_cost_it_then_pays(wire_db: str, hot_sim: SimServer) -> None:
+    """The claim's prediction of the hot run's input (the prefix at the cache-read price, the
+    tail at the input price) against what the run cost at the simulator's counts; and the cold
+    alternative it recorded beside it, in comparison_cost."""
+    mid, _ = _record_turn(wire_db, hot_sim, "claude-sonnet-4-6", Reply.text("Noted."))
+    _shadow(wire_db, hot_sim, mid)
+    with psycopg.connect(wire_db, autocommit=True) as conn:
+        predicted, prediction, read, uncached = conn.execute(
+            "SELECT predicted_hot_usd, cost_prediction, cache_read_tokens, input_tokens"
+            " FROM ember.shadow_runs"
+        ).fetchone()
+        ((input_usd, predicted_sum, other_sum),) = conn.execute(
+            "SELECT input_usd, predicted_input_usd, predicted_other_path_usd"
+            " FROM ember.comparison_cost() WHERE pipeline = 'shadow hot'"
+        ).fetchall()
+    assert prediction["prefix_tokens"] == read, "the prefix is what the replay read from the cache"
+    # The tail is estimated from what SQL renders and the question's setting: within a third.
+    assert abs(prediction["hot_tail_tokens"] - uncached) <= uncached / 3, (prediction, uncached)
+    assert abs(predicted - input_usd) <= input_usd / 5, (predicted, input_usd)
+    assert predicted_sum == round(predicted, 6)
+    assert other_sum == round(Decimal(str(prediction["cold_usd"])), 6) > 0

@@ -588,6 +588,11 @@ COST_COLUMNS = (
     "output",
     "no price",
     "USD",
+    # Input only: what the runs' input cost, what their claims predicted for it on the path
+    # taken, and on the path not taken (shadow runs; comparison_cost).
+    "input USD",
+    "predicted",
+    "other path",
 )
 COST_TEXT_COLUMNS = 3
 LATENCY_COLUMNS = ("pipeline", "model", "runs", "p50", "p95", "max")
@@ -610,6 +615,13 @@ def cost_rows(report: Report) -> list[list[str]]:
             fmt(r["output_tokens"]),
             fmt(r["runs_without_price"]),
             fmt(r["estimated_usd"], "usd"),
+            fmt(r["input_usd"], "usd"),
+            # Only a shadow claim predicts; for the others there is nothing to show, not an unknown.
+            *(
+                [fmt(r["predicted_input_usd"], "usd"), fmt(r["predicted_other_path_usd"], "usd")]
+                if r["pipeline"].startswith("shadow")
+                else ["-", "-"]
+            ),
         ]
         for r in report.cost
     ]
