@@ -15,7 +15,7 @@ PART = $(VENV)/.installed-$(1)
 # Every install reads a lock, requirements/PART.txt: exact versions with sha256 hashes.
 LOCK = requirements/$(1).txt
 
-.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean lock test-latest test-long
+.PHONY: setup db migrate demo test pgtap pytest lint bench embedder clean lock test-latest test-long test-citus
 
 $(BASE): pyproject.toml setup.py scripts/install.py $(call LOCK,base)
 	@$(PYTHON) scripts/install.py $(VENV) base
@@ -85,11 +85,16 @@ test-long: $(call PART,test)
 		[ $$status -eq 0 ] || exit 1; \
 	done
 
+## test-citus: Ember on a Citus cluster (a coordinator, two workers), built from ../shared/citus or CITUS_PG_CONFIG
+test-citus: $(call PART,test)
+	@$(BIN)/python -m ember.citus
+	@$(BIN)/pytest -q -p no:cacheprovider tests_citus
+
 ## lint: sqlfluff over db/ and functions/, ruff and mypy --strict over Python
 lint: $(call PART,lint)
 	@$(BIN)/sqlfluff lint db functions
-	@$(BIN)/ruff check worker tests
-	@$(BIN)/ruff format --check worker tests
+	@$(BIN)/ruff check worker tests tests_citus
+	@$(BIN)/ruff format --check worker tests tests_citus
 	@$(BIN)/mypy
 
 ## bench: run every bench/b*.py (each in its own scratch database) and write docs/benchmarks.md

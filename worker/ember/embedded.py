@@ -346,7 +346,12 @@ def _hba(bootstrap: bool) -> str:
 
 
 def _pg(
-    tool: str, *args: str, user: str | None, timeout: float = 60
+    tool: str,
+    *args: str,
+    user: str | None,
+    timeout: float = 60,
+    bindir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     # Drop the group and supplementary groups too: a root gid would be matched against the
     # group bits of root-owned parents (e.g. pytest's 0701 temp dirs) and denied.
@@ -354,11 +359,12 @@ def _pg(
         {"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []} if user else {}
     )
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
-        [str(bin_dir() / tool), *args],
+        [str((bindir or bin_dir()) / tool), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd="/",
+        env=env,
         **identity,
     )
 
