@@ -6,6 +6,7 @@ some of them as read from the source only or untested, so each is checked here o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -175,3 +176,168 @@ def test_a_notify_in_a_two_node_write_fails_its_commit(cluster: Cluster, tenant_
     with psycopg.connect(cluster.url(), autocommit=True) as conn:
         kept = conn.execute("SELECT count(*) FROM probe WHERE id IN (20001, 20002)").fetchone()
     assert kept == (0,)
+
+
+def _delegated(conn: psycopg.Connection, call: str) -> bool:
+    """Whether Citus pushed a function call down to a worker whole (its DEBUG1 notice says so)."""
+    notices: list[str] = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary or ""))
+    conn.execute("SET client_min_messages = debug1")
+    try:
+        conn.execute(call)
+    finally:
+        conn.execute("RESET client_min_messages")
+    return any("pushing down the function call" in n for n in notices)
+
+
+@pytest.fixture
+def probe_write(cluster: Cluster, tenant_table: str) -> str:
+    """A function that writes one tenant's row, distributed by its tenant argument."""
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION probe_write(p_tenant text, p_id bigint) RETURNS bigint"
+            " LANGUAGE plpgsql AS $$ BEGIN"
+            " INSERT INTO probe (tenant_id, id, body) VALUES (p_tenant, p_id, 'w');"
+            " RETURN (SELECT count(*) FROM probe WHERE tenant_id = p_tenant); END $$"
+        )
+        conn.execute(
+            "SELECT create_distributed_function('probe_write(text, bigint)', 'p_tenant',"
+            " colocate_with := 'probe')"
+        )
+    return "probe_write"
+
+
+def test_a_bare_call_is_delegated_whole_and_one_in_a_transaction_is_not(
+    cluster: Cluster, probe_write: str
+) -> None:
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        assert _delegated(conn, "SELECT probe_write('t2', 30001)")
+        conn.execute("BEGIN")
+        assert not _delegated(conn, "SELECT probe_write('t2', 30002)")
+        conn.execute("COMMIT")
+        rows = conn.execute("SELECT count(*) FROM probe WHERE id IN (30001, 30002)").fetchone()
+    assert rows == (2,)
+
+
+def test_a_shard_trigger_cannot_hand_its_row_to_a_function_of_the_tables_type(
+    cluster: Cluster, tenant_table: str
+) -> None:
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute("SET citus.enable_unsafe_triggers = on")
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION probe_body(r probe) RETURNS text LANGUAGE sql"
+            " AS $$ SELECT r.body $$"
+        )
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION probe_check() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM probe_body(NEW); RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER probe_check BEFORE INSERT ON probe"
+            " FOR EACH ROW EXECUTE FUNCTION probe_check()"
+        )
+        with pytest.raises(psycopg.errors.UndefinedFunction, match="probe_body"):
+            conn.execute("INSERT INTO probe (tenant_id, id, body) VALUES ('t4', 40001, 'x')")
+        # The same rule through jsonb, which has no row type of its own, works on the shard.
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION probe_check() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM probe_body(jsonb_populate_record(NULL::probe, to_jsonb(NEW)));"
+            " RETURN NEW; END $$"
+        )
+        conn.execute("INSERT INTO probe (tenant_id, id, body) VALUES ('t4', 40001, 'x')")
+
+
+def test_identity_values_drawn_on_a_worker_come_from_its_own_range(cluster: Cluster) -> None:
+    with psycopg.connect(cluster.url(), autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS probe_ids")
+        conn.execute(
+            "CREATE TABLE probe_ids (tenant_id text,"
+            " id bigint GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (tenant_id, id))"
+        )
+        conn.execute("SELECT create_distributed_table('probe_ids', 'tenant_id')")
+        conn.execute(
+            "CREATE OR REPLACE FUNCTION probe_id(p_tenant text) RETURNS bigint LANGUAGE sql"
+            " AS $$ INSERT INTO probe_ids (tenant_id) VALUES (p_tenant) RETURNING id $$"
+        )
+        conn.execute(
+            "SELECT create_distributed_function('probe_id(text)', 'p_tenant',"
+            " colocate_with := 'probe_ids')"
+        )
+        groups = dict(
+            conn.execute(
+                "SELECT s.shardid, n.groupid FROM citus_shards AS s"
+                " JOIN pg_dist_node AS n ON n.nodeport = s.nodeport"
+                " WHERE s.table_name = 'probe_ids'::regclass"
+            ).fetchall()
+        )
+        for tenant in ("a", "b", "c", "d"):
+            row = conn.execute("SELECT probe_id(%s)", (tenant,)).fetchone()
+            shard = conn.execute(
+                "SELECT get_shard_id_for_distribution_column('probe_ids', %s::text)", (tenant,)
+            ).fetchone()
+            assert row is not None and shard is not None
+            assert row[0] >> 48 == groups[shard[0]], (tenant, row[0])
+
+
+_RUN = """
+import sys, time
+from pathlib import Path
+from ember.citus import Cluster
+with Cluster(Path(sys.argv[1]), workers=1) as c:
+    print(" ".join(str(n.pgdata) for n in c.nodes), flush=True)
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _postmasters(home: Path) -> set[int]:
+    """The pids of the live postmasters of the cluster at `home`."""
+    pids = set()
+    for pid_file in home.glob(".ember/citus/nodes/*/postmaster.pid"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            pids.add(int(pid_file.read_text().split()[0]))
+    return {pid for pid in pids if _alive(pid)}
+
+
+def _cluster_process(cluster: Cluster, root: Path) -> subprocess.Popen[str]:
+    assert cluster.bindir is not None
+    env = {**os.environ, "CITUS_PG_CONFIG": str(cluster.bindir / "pg_config")}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RUN, str(root)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip(), "the cluster did not come up"
+    return proc
+
+
+def test_a_terminated_run_stops_its_nodes_and_a_killed_ones_are_stopped_next_time(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    root = tmp_path / "checkout"
+    root.mkdir()
+    root.chmod(0o755)
+    proc = _cluster_process(cluster, root)
+    assert len(_postmasters(root)) == 2
+    proc.terminate()
+    assert proc.wait(timeout=120) == 128 + 15
+    assert _postmasters(root) == set()
+
+    proc = _cluster_process(cluster, root)
+    proc.kill()
+    proc.wait(timeout=30)
+    left = _postmasters(root)
+    assert len(left) == 2  # SIGKILL leaves the nodes running ...
+    proc = _cluster_process(cluster, root)  # ... and the next start stops them first
+    try:
+        assert not any(_alive(pid) for pid in left)
+        assert len(_postmasters(root)) == 2
+    finally:
+        proc.terminate()
+        proc.wait(timeout=120)
+    assert _postmasters(root) == set()

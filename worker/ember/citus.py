@@ -18,8 +18,9 @@ The cluster: a coordinator and `workers` worker nodes, each a fresh data directo
 `.ember/citus/nodes/`, each on a free loopback port, run as the embedded server's own
 unprivileged user when Ember runs as root. Every node requires the superuser's password
 (scram-sha-256, generated per cluster); the nodes reach each other with it through a passfile
-only that user and root can read. `Cluster` is a context manager: leaving it stops every node it
-started, whatever happened, and a start first stops any node an earlier run left behind.
+in each node's data directory, which only that user and root can read. `Cluster` is a context
+manager: leaving it (SIGTERM included) stops every node it started, whatever happened, and a
+start first stops any node that an earlier, killed run left behind.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import hashlib
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tarfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,7 @@ from ember.embedded import EmbeddedError
 CITUS_VERSION = "14.0.1"
 CITUS_SHA256 = "acfa9a77cd84a8e1edab26cca4a71355f39c910c01586da89560e0240d4b05ba"
 DATABASE = "ember"
+PASSFILE = "ember-pgpass"
 # The one flag of the embedded pg_config's CFLAGS that gcc 12 refuses.
 _UNKNOWN_FLAG = "-Wmissing-variable-declarations"
 _WRAPPER = f"""#!/bin/sh
@@ -175,6 +179,10 @@ def _build(archive: Path, home: Path, log: Path) -> None:
     (home / "built").write_text(f"Citus {CITUS_VERSION} against {embedded.build_name()}\n")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 @dataclass(frozen=True)
 class Node:
     name: str
@@ -198,6 +206,7 @@ class Cluster:
         self.bindir: Path | None = None
         self.nodes: list[Node] = []
         self._started: list[Node] = []
+        self._sigterm: signal._HANDLER = None
 
     # -- addresses -----------------------------------------------------------------------
     @property
@@ -214,6 +223,11 @@ class Cluster:
 
     # -- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> Cluster:
+        # SIGTERM (a CI runner's timeout, a kill) would end Python without unwinding: make it
+        # raise SystemExit while the cluster is up, so leaving the block stops the nodes.
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            self._sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         try:
             self.start()
         except BaseException:
@@ -228,13 +242,15 @@ class Cluster:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, self._sigterm)
+            self._sigterm = None
 
     def start(self) -> None:
         self.bindir = install(self.root)
-        uid, gid = embedded._owner(self.user)
         if self.user:
             embedded._ensure_server_user(self.user, self.root)
-            uid, gid = embedded._owner(self.user)
+        uid, gid = embedded._owner(self.user)
         self._stop_leftovers()
         shutil.rmtree(self.home, ignore_errors=True)
         self.home.parent.mkdir(parents=True, exist_ok=True)
@@ -291,8 +307,12 @@ class Cluster:
         opts = f"-p {node.port} " + " ".join(
             f"-c {k}={v}" if v else f"-c {k}=''" for k, v in NODE_SETTINGS.items()
         )
-        # The node's own outgoing connections (to the other nodes) find the password here.
-        env = {**os.environ, "PGPASSFILE": str(self.passfile)}
+        # The node's own connections to the other nodes find the password in a copy of the
+        # passfile inside its data directory, named relative to it: a server process works in
+        # its data directory and may not be able to pass the checkout's parents.
+        uid, gid = embedded._owner(self.user)
+        embedded._write_private(node.pgdata / PASSFILE, self.passfile.read_text(), uid, gid)
+        env = {**os.environ, "PGPASSFILE": PASSFILE}
         res = self._node_pg(
             "pg_ctl",
             node,
