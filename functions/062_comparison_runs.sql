@@ -253,6 +253,10 @@ milliseconds) and max, in milliseconds. Windowed by run start: ember.comparison_
 -- The runs behind every cost and latency figure, one row each, with the digest of the prompt text
 -- each was sent with (NULL before migration 0046), so runs can be grouped by prompt version.
 SELECT ember.drop_if_result_changed('ember.comparison_run_list(timestamptz, timestamptz)', 'prompt_sha256 text');
+SELECT ember.drop_if_result_changed(
+    'ember.comparison_run_list(timestamptz, timestamptz)', 'predicted_other_path_usd numeric'
+);
+
 CREATE OR REPLACE FUNCTION ember.comparison_run_list(
     p_since timestamptz DEFAULT NULL, p_until timestamptz DEFAULT NULL
 )
@@ -277,7 +281,9 @@ RETURNS TABLE (
     valid_proposals_written bigint,
     estimated_usd numeric,
     output_usd numeric,
-    prompt_sha256 text
+    prompt_sha256 text,
+    predicted_input_usd numeric,
+    predicted_other_path_usd numeric
 )
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
@@ -313,7 +319,11 @@ BEGIN
            CASE WHEN r.path = 'steward' THEN coalesce(fr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.n, 0) END,
            CASE WHEN r.path IN ('hot', 'cold') THEN coalesce(pr.valid, 0) END,
-           round(r.usd, 6), round(r.out_usd, 6), r.prompt_sha256
+           round(r.usd, 6), round(r.out_usd, 6), r.prompt_sha256,
+           -- What the shadow claim predicted the input would cost on the path it took, and on
+           -- the other one (048_shadow_cost.sql); NULL for the steward and the judge.
+           round(CASE r.path WHEN 'hot' THEN r.predicted_hot_usd WHEN 'cold' THEN r.predicted_cold_usd END, 6),
+           round(CASE r.path WHEN 'hot' THEN r.predicted_cold_usd WHEN 'cold' THEN r.predicted_hot_usd END, 6)
     FROM runs AS r
     LEFT JOIN facts_by_run AS fr ON r.path = 'steward' AND fr.run_id = r.run_id
     LEFT JOIN proposals_by_run AS pr ON r.path IN ('hot', 'cold') AND pr.run_id = r.run_id
@@ -333,7 +343,9 @@ messages_digested, the rows a completed run read to the end (the steward''s dige
 rows from_seq < seq <= through_seq of its generation; 0 for a run that did not complete); facts_written
 (steward), proposals_written and valid_proposals_written (shadow); estimated_usd (NULL when the run lacks a
 price) and output_usd, its output tokens'' part, from the run''s list-price snapshot; prompt_sha256, the hex
-sha256 of the prompt text the run was sent with (NULL for runs recorded without one). Windowed by run start:
+sha256 of the prompt text the run was sent with (NULL for runs recorded without one); predicted_input_usd and
+predicted_other_path_usd, what a shadow run''s claim predicted its input would cost on the path it took and on
+the other path (NULL for the steward, the judge and runs claimed before predictions). Windowed by run start:
 ember.comparison_run_list(since, until). No run of an isolated thread.';
 
 -- comparison_evidence_quality -------------------------------------------------------------------

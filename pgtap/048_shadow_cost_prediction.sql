@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(15);
+SELECT plan(17);
 
 -- Each shadow claim predicts the input cost of both paths from the registry's prices and records
 -- it on the run (functions/048_shadow_cost.sql, shadow_cost_prediction); hot_max_cost_ratio may
@@ -91,6 +91,16 @@ SELECT results_eq(
 SELECT is((SELECT predicted_other_path_usd FROM ember.comparison_cost()
            WHERE pipeline = 'shadow cold' AND status = 'completed'), NULL,
     'a run with no hot prediction leaves the other path unknown, never a smaller sum');
+-- comparison_run_list, one row per run: the same prediction beside each run (the report's runs table).
+SELECT results_eq(
+    $$SELECT predicted_input_usd, predicted_other_path_usd FROM ember.comparison_run_list
+      WHERE path = 'hot' AND status = 'completed'$$,
+    format('SELECT round(%L::numeric, 6), round(%L::numeric, 6)', :'hot'::jsonb #>> '{predicted_cost,hot_usd}',
+           :'hot'::jsonb #>> '{predicted_cost,cold_usd}'),
+    'comparison_run_list shows each hot run''s prediction for its path and for the other one');
+SELECT ok((SELECT bool_and(predicted_input_usd IS NULL AND predicted_other_path_usd IS NULL)
+           FROM ember.comparison_run_list WHERE path NOT IN ('hot', 'cold')) IS NOT FALSE,
+    'the steward and the judge predict nothing');
 SELECT is((SELECT input_usd FROM ember.comparison_cost() WHERE pipeline = 'shadow hot' AND status = 'completed'),
     0::numeric, 'beside the input the runs did cost (none recorded here)');
 

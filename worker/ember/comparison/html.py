@@ -280,8 +280,9 @@ class Page:
         headers = [
             "pipeline", "run", "thread", "model", "status", "started", "latency", "input",
             "cache read", "cache write", "output", "digested", "written", "USD", "output USD",
+            "predicted input USD", "other path USD",
         ]  # fmt: skip
-        numeric = {1, 6, 7, 8, 9, 10, 11, 12, 13, 14}
+        numeric = {1, *range(6, 17)}
         head = "".join(
             f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
             for i, h in enumerate(headers)
@@ -294,6 +295,8 @@ class Page:
             trs = []
             for r in rows:
                 written = r["facts_written"] if r["path"] == "steward" else r["proposals_written"]
+                # Only a shadow claim predicts: blank for the steward and the judge.
+                shadow = r["path"] in ("hot", "cold")
                 cells = [
                     r["pipeline"], str(r["run_id"]), r["thread_id"] or "", r["model"], r["status"],
                     r["started_at"].strftime("%Y-%m-%d %H:%M:%S") if r["started_at"] else "",
@@ -302,6 +305,8 @@ class Page:
                     fmt(r["output_tokens"]), fmt(r["messages_digested"]),
                     "" if written is None else fmt(written),
                     fmt(r["estimated_usd"], "usd"), fmt(r["output_usd"], "usd"),
+                    fmt(r["predicted_input_usd"], "usd") if shadow else "",
+                    fmt(r["predicted_other_path_usd"], "usd") if shadow else "",
                 ]  # fmt: skip
                 trs.append(
                     f'<tr data-run="{r["run_id"]}">'
