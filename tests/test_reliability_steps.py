@@ -558,6 +558,26 @@ def _frozen_past_the_lease(
         _one(url, "SELECT ember.tick()")
 
 
+@contextmanager
+def _held_first_worker(
+    url: str, case: Case, mode: str
+) -> Iterator[tuple[Held, SimServer, WorkerProcess]]:
+    """A simulator that holds the case's nth memory request (`mode`: "hang" or "hold"), and a
+    first worker started against it; on the way out a worker still running is resumed (it may
+    be frozen) and killed."""
+    held = Held(mode, case.nth)
+    with _sim(held) as sim:
+        _prepare(case, url, sim)
+        first = _start(case, url, sim, "w1")
+        assert isinstance(first, WorkerProcess)
+        try:
+            yield held, sim, first
+        finally:
+            if first.proc.poll() is None:
+                first.signal(signal.SIGCONT)
+                first.kill()
+
+
 HUNG: dict[str, dict[str, int]] = {}
 
 
@@ -566,24 +586,15 @@ def test_a_call_that_hangs_past_the_lease_is_given_up_and_done_once(
     url: str, pipeline: str
 ) -> None:
     case = CASES[pipeline]
-    held = Held("hang", case.nth)
-    with _sim(held) as sim:
-        _prepare(case, url, sim)
-        first = _start(case, url, sim, "w1")
-        assert isinstance(first, WorkerProcess)
-        try:
-            held.wait_arrived(first)
-            _lease_outlived(url, case)
-            _frozen_past_the_lease(url, case, first)
-            _finish(case, url, sim)
-            first.signal(signal.SIGCONT)
-            # Its next renewal is refused: the call is aborted and nothing is submitted.
-            _entry(first, lambda e: e.get("event") == "lease_lost")
-            assert first.stop() == 0
-        finally:
-            if first.proc.poll() is None:
-                first.signal(signal.SIGCONT)
-                first.kill()
+    with _held_first_worker(url, case, "hang") as (held, sim, first):
+        held.wait_arrived(first)
+        _lease_outlived(url, case)
+        _frozen_past_the_lease(url, case, first)
+        _finish(case, url, sim)
+        first.signal(signal.SIGCONT)
+        # Its next renewal is refused: the call is aborted and nothing is submitted.
+        _entry(first, lambda e: e.get("event") == "lease_lost")
+        assert first.stop() == 0
     figures = _check(case, url)
     assert figures["stopped"] == 1
     HUNG[pipeline] = figures
@@ -625,34 +636,25 @@ def test_a_slow_answer_after_the_lease_lapsed_is_refused_never_applied_twice(
     url: str, pipeline: str
 ) -> None:
     case = CASES[pipeline]
-    held = Held("hold", case.nth)
-    with _sim(held) as sim:
-        _prepare(case, url, sim)
-        first = _start(case, url, sim, "w1")
-        assert isinstance(first, WorkerProcess)
+    with _held_first_worker(url, case, "hold") as (held, sim, first):
+        held.wait_arrived(first)
+        _frozen_past_the_lease(url, case, first)
+        _finish(case, url, sim)
+        # Woken, the worker has a renewal and the late answer's write to make at once; the
+        # runs table is locked until the write has reached the database too, so that it is
+        # the write, and not only the renewal, that the database refuses.
+        lock = psycopg.connect(url)
         try:
-            held.wait_arrived(first)
-            _frozen_past_the_lease(url, case, first)
-            _finish(case, url, sim)
-            # Woken, the worker has a renewal and the late answer's write to make at once; the
-            # runs table is locked until the write has reached the database too, so that it is
-            # the write, and not only the renewal, that the database refuses.
-            lock = psycopg.connect(url)
-            try:
-                assert case.runs is not None
-                lock.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(sql.SQL(case.runs)))
-                held.release.set()  # the slow answer is sent; the frozen worker reads it on waking
-                first.signal(signal.SIGCONT)
-                _blocked_submit(url, case)
-            finally:
-                lock.rollback()
-                lock.close()
-            how = _entry(first, _refused)
-            assert first.stop() == 0
+            assert case.runs is not None
+            lock.execute(sql.SQL("LOCK TABLE {} IN EXCLUSIVE MODE").format(sql.SQL(case.runs)))
+            held.release.set()  # the slow answer is sent; the frozen worker reads it on waking
+            first.signal(signal.SIGCONT)
+            _blocked_submit(url, case)
         finally:
-            if first.proc.poll() is None:
-                first.signal(signal.SIGCONT)
-                first.kill()
+            lock.rollback()
+            lock.close()
+        how = _entry(first, _refused)
+        assert first.stop() == 0
     figures = _check(case, url)
     assert figures["stopped"] == 1
     SLOW[pipeline] = "renewal" if how.get("event") == "lease_lost" else "submit"
