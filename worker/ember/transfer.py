@@ -258,11 +258,8 @@ def _progress(enabled: bool) -> Progress:
 
 def file_digest(path: Path) -> str:
     """SHA-256 of the file's bytes, hex: how an import recognises a file it has taken before."""
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _result(outcome: dict[str, Any]) -> ImportResult:

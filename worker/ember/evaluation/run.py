@@ -428,11 +428,8 @@ def confirm(
 
 
 def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def dry_run(opts: Options, benchmark: formats.Benchmark, selection: Selection) -> int:
