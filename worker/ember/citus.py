@@ -34,7 +34,6 @@ import signal
 import subprocess
 import tarfile
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -112,7 +111,7 @@ def _has_citus(bindir: Path) -> bool:
     return (Path(libdir) / "citus.so").is_file()
 
 
-def install(root: Path | None = None, log: Path | None = None) -> Path:
+def install(root: Path | None = None) -> Path:
     """The bin directory of a PostgreSQL with Citus: CITUS_PG_CONFIG's, or one built here."""
     root = root or embedded.project_root()
     named = os.environ.get("CITUS_PG_CONFIG")
@@ -142,7 +141,7 @@ def install(root: Path | None = None, log: Path | None = None) -> Path:
         )
     if _sha256(archive) != CITUS_SHA256:
         raise CitusError(f"{archive} is not Citus {CITUS_VERSION}'s source: its sha256 differs")
-    _build(archive, home, log or citus_home(root) / "build.log")
+    _build(archive, home, citus_home(root) / "build.log")
     return bindir
 
 
@@ -385,10 +384,6 @@ class Cluster:
             return
         for pid_file in self.home.glob("*/postmaster.pid"):
             self._stop_node(Node(pid_file.parent.name, 0, pid_file.parent))
-
-    def nodes_report(self) -> Iterator[str]:
-        for node in self.nodes:
-            yield f"{node.name} 127.0.0.1:{node.port} {node.pgdata}"
 
 
 def main() -> int:
