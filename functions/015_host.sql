@@ -408,7 +408,7 @@ BEGIN
         ember.estimate_tokens(p_request),
         p_now
     )
-    ON CONFLICT (thread_id) DO UPDATE SET
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
         generation_id = excluded.generation_id,
         request = excluded.request,
         response = excluded.response,
@@ -420,7 +420,7 @@ BEGIN
 
     INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at)
     VALUES (p_thread, p_now)
-    ON CONFLICT (thread_id) DO UPDATE SET last_activity_at = greatest(s.last_activity_at, p_now);
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE SET last_activity_at = greatest(s.last_activity_at, p_now);
     RETURN true;
 END;
 $$;
@@ -438,7 +438,7 @@ BEGIN
     END IF;
     INSERT INTO ember.shadow_thread_state AS s (thread_id, turn_running, waiting_user, last_activity_at)
     VALUES (p_thread, true, false, p_now)
-    ON CONFLICT (thread_id) DO UPDATE SET
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
         turn_running = true,
         waiting_user = false,
         last_activity_at = greatest(s.last_activity_at, p_now);

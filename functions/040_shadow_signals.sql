@@ -91,7 +91,7 @@ BEGIN
         WHEN p_reason IN ('turn-boundary', 'turn-failed', 'waiting-user', 'task-ended') THEN p_now
         ELSE (SELECT t.created_at FROM ember.threads AS t WHERE t.id = p_thread)
     END)
-    ON CONFLICT (thread_id) DO UPDATE SET
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
         turn_running = CASE WHEN p_reason IN ('turn-boundary', 'turn-failed') THEN false
             ELSE s.turn_running END,
         waiting_user = CASE WHEN p_reason IN ('turn-boundary', 'turn-failed') THEN false

@@ -63,7 +63,7 @@ BEGIN
             p_now
         FROM todo
         INNER JOIN ember.generations AS g ON g.thread_id = todo.id
-        ON CONFLICT (thread_id, generation_id) DO NOTHING
+        ON CONFLICT (tenant_id, thread_id, generation_id) DO NOTHING
         RETURNING initialization
     )
 

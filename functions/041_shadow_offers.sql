@@ -18,7 +18,7 @@ BEGIN
         DELETE FROM ember.shadow_offers WHERE thread_id = p_thread;
     ELSE
         INSERT INTO ember.shadow_offers AS o (thread_id, signalled_at) VALUES (p_thread, v_at)
-        ON CONFLICT (thread_id) DO UPDATE SET signalled_at = excluded.signalled_at
+        ON CONFLICT (tenant_id, thread_id) DO UPDATE SET signalled_at = excluded.signalled_at
         WHERE o.signalled_at IS DISTINCT FROM excluded.signalled_at;
     END IF;
 END;

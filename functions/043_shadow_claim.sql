@@ -77,7 +77,7 @@ BEGIN
                 SELECT o.thread_id
                 FROM ember.shadow_prefixes AS p
                 INNER JOIN ember.models AS md ON md.id = p.model
-                INNER JOIN ember.shadow_offers AS o ON o.thread_id = p.thread_id
+                INNER JOIN ember.shadow_offers AS o ON o.tenant_id = p.tenant_id AND o.thread_id = p.thread_id
                 WHERE p.has_shadow_tool
                     AND p.request_started_at > p_now - (SELECT max(m.cache_ttl) FROM ember.models AS m)
                     AND p_now < p.request_started_at + md.cache_ttl

@@ -161,7 +161,7 @@ BEGIN
     INNER JOIN ember.threads AS t ON t.id = c.thread_id
     INNER JOIN ember.generations AS g ON g.thread_id = t.id AND g.ended_at IS NULL
     WHERE NOT ember.shadow_excluded(t.id)
-    ON CONFLICT (thread_id) DO UPDATE SET seen_generation_id = excluded.seen_generation_id
+    ON CONFLICT (tenant_id, thread_id) DO UPDATE SET seen_generation_id = excluded.seen_generation_id
     WHERE s.seen_generation_id IS DISTINCT FROM excluded.seen_generation_id;
 
     SELECT count(*) INTO v_ready FROM ember.shadow_ready(p_now) AS r WHERE r.model IS NOT NULL;

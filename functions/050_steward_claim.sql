@@ -184,6 +184,7 @@ DECLARE
     v_intro text;
     v_message bigint;
     v_run ember.steward_runs;
+    v_tenant text;
     m ember.messages;
 BEGIN
     PERFORM ember.require_now(p_now);
@@ -204,7 +205,7 @@ BEGIN
     -- No steward thread, no steward (ensure_steward_thread runs at system start).
     -- kind = 'steward' finds the one candidate through the index on kind; is_steward_thread
     -- still decides. Asking it of every thread cost a call per thread on every claim.
-    PERFORM 1 FROM ember.threads AS t
+    SELECT t.tenant_id INTO v_tenant FROM ember.threads AS t
     WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
     FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
@@ -237,7 +238,7 @@ BEGIN
     FOR m IN
         SELECT msg.*
         FROM ember.backlog AS b
-        INNER JOIN ember.messages AS msg ON msg.id = b.id AND msg.thread_id = b.thread_id
+        INNER JOIN ember.messages AS msg ON msg.tenant_id = v_tenant AND msg.id = b.id AND msg.thread_id = b.thread_id
         INNER JOIN unnest(v_gens) WITH ORDINALITY AS g (id, ord) ON g.id = b.generation_id
         ORDER BY g.ord, b.seq
     LOOP

@@ -57,7 +57,7 @@ BEGIN
             coalesce((SELECT g.ended_at IS NOT NULL FROM ember.generations AS g WHERE g.id = n.generation_id), false)
         FROM new_rows AS n
         GROUP BY n.generation_id
-        ON CONFLICT (generation_id, thread_id) DO UPDATE SET
+        ON CONFLICT (tenant_id, generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at),
             read_seq = greatest(p.read_seq, excluded.read_seq),
@@ -80,7 +80,7 @@ AS $$
 BEGIN
     INSERT INTO ember.generation_changes (thread_id)
     SELECT DISTINCT n.thread_id FROM new_rows AS n
-    ON CONFLICT (thread_id) DO NOTHING;
+    ON CONFLICT (tenant_id, thread_id) DO NOTHING;
     RETURN NULL;
 END;
 $$;
@@ -124,13 +124,14 @@ AS $$
 BEGIN
     UPDATE ember.generation_progress AS p
     SET read_seq = new.through_seq
-    WHERE p.generation_id = new.generation_id AND p.thread_id = new.thread_id
-        AND p.read_seq < new.through_seq;
+    WHERE p.tenant_id = new.tenant_id AND p.generation_id = new.generation_id
+        AND p.thread_id = new.thread_id AND p.read_seq < new.through_seq;
     IF EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
-        INNER JOIN ember.generations AS g ON g.id = p.generation_id AND g.thread_id = p.thread_id
-        WHERE p.thread_id = new.thread_id
+        INNER JOIN ember.generations AS g
+            ON g.tenant_id = p.tenant_id AND g.id = p.generation_id AND g.thread_id = p.thread_id
+        WHERE p.tenant_id = new.tenant_id AND p.thread_id = new.thread_id
             AND p.unread
             AND g.ended_at IS NOT NULL
     ) THEN

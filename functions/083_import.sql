@@ -584,7 +584,7 @@ BEGIN
             UNION SELECT a.thread_id FROM staged_rows AS a
         ) AS u
     ) AS d
-    ON CONFLICT (digest) DO UPDATE SET
+    ON CONFLICT (tenant_id, digest) DO UPDATE SET
         threads = excluded.threads, held = excluded.held, fingerprint = excluded.fingerprint,
         imported_at = excluded.imported_at;
 END;

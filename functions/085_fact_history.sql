@@ -138,14 +138,14 @@ BEGIN
     SELECT f.id, coalesce(v_at, clock_timestamp()), 'evidence-shrunk', f.status, f.merged_into, f.retired_reason,
         o.removed, ember.history_setting('ember.run'), v_forgetting
     FROM (
-        SELECT gone.fact_id,
+        SELECT gone.tenant_id, gone.fact_id,
             jsonb_agg(CASE WHEN gone.message_id IS NOT NULL THEN jsonb_build_object('message_id', gone.message_id)
                            ELSE jsonb_build_object('generation_id', gone.generation_id) END
                       ORDER BY gone.ordinal) AS removed
         FROM gone
-        GROUP BY gone.fact_id
+        GROUP BY gone.tenant_id, gone.fact_id
     ) AS o
-    INNER JOIN ember.facts AS f ON f.id = o.fact_id;
+    INNER JOIN ember.facts AS f ON f.tenant_id = o.tenant_id AND f.id = o.fact_id;
     RETURN NULL;
 END;
 $$;

@@ -8,7 +8,10 @@ FROM unnest(ARRAY['settings', 'categories', 'models', 'threads', 'generations', 
                   'facts', 'fact_evidence']) AS t;
 SELECT col_type_is('ember', 'messages', 'blocks', 'json', 'raw blocks are json, byte for byte');
 SELECT col_not_null('ember', 'messages', 'seq', 'every row has a global seq');
-SELECT fk_ok('ember', 'messages', ARRAY['generation_id', 'thread_id'], 'ember', 'generations', ARRAY['id', 'thread_id']);
+SELECT fk_ok(
+    'ember', 'messages', ARRAY['tenant_id', 'generation_id', 'thread_id'],
+    'ember', 'generations', ARRAY['tenant_id', 'id', 'thread_id']
+);
 SELECT fk_ok('ember', 'threads', 'model', 'ember', 'models', 'id');
 SELECT has_extension('vector', 'pgvector is present');
 

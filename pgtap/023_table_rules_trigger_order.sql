@@ -12,6 +12,7 @@
 --
 -- Where each trigger is written:
 --   001_settings: settings_valid
+--   006_tenants: tenants_hold_one
 --   010_predicates: threads_kind_fixed
 --   020_labels: generation_sources_no_truncate, generation_sources_no_update_delete,
 --       generations_no_truncate, generations_rules, messages_record_source, messages_stamp_labels,
@@ -128,6 +129,7 @@ INSERT INTO intended VALUES
     ('shadow_signals', 'AFTER', 'UPDATE', 'ROW', ARRAY['shadow_signals_note_offer']),
     ('shadow_thread_state', 'AFTER', 'UPDATE', 'ROW', ARRAY['shadow_thread_state_unpark_offer']),
     ('steward_runs', 'BEFORE', 'INSERT', 'ROW', ARRAY['steward_runs_price_tiers']),
+    ('tenants', 'BEFORE', 'INSERT', 'ROW', ARRAY['tenants_hold_one']),
     ('threads', 'BEFORE', 'INSERT', 'ROW', ARRAY['threads_key_length', 'threads_reserved_ids']),
     ('threads', 'BEFORE', 'UPDATE', 'ROW', ARRAY['threads_category_fixed', 'threads_key_length', 'threads_kind_fixed', 'threads_model_routed', 'threads_reserved_ids', 'threads_seal_only_tightens']),
     ('threads', 'AFTER', 'UPDATE', 'ROW', ARRAY['shadow_cancel_on_seal', 'shadow_cancel_on_thread_end', 'threads_note_steward_reads', 'threads_steward_seal_cancel', 'threads_steward_seal_redact', 'threads_unpark_offer']);

@@ -128,7 +128,8 @@ def test_an_out_of_range_index_fails_that_group_and_the_others_go_on(
         assert status[("health",)] == ("completed", "")
         pairs = conn.execute(
             "SELECT r.status, count(p.fact_id) FROM ember.judge_runs AS r "
-            "LEFT JOIN ember.judged_pairs AS p ON p.judge_run_id = r.id GROUP BY r.id ORDER BY 1"
+            "LEFT JOIN ember.judged_pairs AS p ON p.judge_run_id = r.id "
+            "GROUP BY r.tenant_id, r.id ORDER BY 1"
         ).fetchall()
         assert pairs == [("completed", 1), ("failed", 0)]
 

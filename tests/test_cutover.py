@@ -97,7 +97,7 @@ def _memory(url: str) -> set[tuple[str, str, tuple[str, ...]]]:
         "SELECT f.text, f.evidence_kind, array_agg(m.content ORDER BY m.content)"
         " FROM ember.facts AS f JOIN ember.fact_evidence AS e ON e.fact_id = f.id"
         " JOIN ember.messages AS m ON m.id = e.message_id"
-        " WHERE f.status = 'active' GROUP BY f.id",
+        " WHERE f.status = 'active' GROUP BY f.tenant_id, f.id",
     )
     return {(t, k, tuple(c)) for t, k, c in rows}
 

@@ -110,7 +110,7 @@ def test_a_wake_writes_facts_with_valid_evidence_and_marks_exactly_what_it_diges
         db,
         "SELECT f.text, f.evidence_kind, jsonb_agg(jsonb_build_object('message_id', e.message_id))"
         " FROM ember.facts AS f JOIN ember.fact_evidence AS e ON e.fact_id = f.id"
-        " GROUP BY f.id ORDER BY f.id",
+        " GROUP BY f.tenant_id, f.id ORDER BY f.id",
     )
     texts = {t for t, _, _ in facts}
     assert any("tea over coffee" in t for t in texts)

@@ -98,13 +98,18 @@ def _edited_message(path: Path, root: Path, recorded: str, now: str) -> str:
     )
 
 
-def migrate(url: str, root: Path) -> MigrateResult:
+def migrate(url: str, root: Path, tenant: str | None = None) -> MigrateResult:
+    """Apply new migrations, then every function file. `tenant` names the tenant that the rows of
+    a database migrated before tenants become (db/migrations/0051_tenants.sql; `default` when
+    None); on a database that has tenants already it must be one of them."""
     result = MigrateResult()
     migrations = migration_files(root)
     functions = function_files(root)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(queries.MIGRATE_LOCK)
         try:
+            if tenant is not None:
+                conn.execute(queries.SET_MIGRATE_TENANT, {"tenant": tenant})
             conn.execute(queries.MIGRATE_BOOTSTRAP)
             applied: dict[str, str] = dict(conn.execute(queries.APPLIED_MIGRATIONS).fetchall())
             for path in migrations:
@@ -130,6 +135,14 @@ def migrate(url: str, root: Path) -> MigrateResult:
                         raise MigrationError(f"{path.relative_to(root)}: {exc}") from exc
                     result.functions.append(path.name)
                 conn.execute(queries.RECORD_FUNCTIONS, {"sha256": functions_digest(root)})
+            if (
+                tenant is not None
+                and not conn.execute(queries.TENANT_EXISTS, {"tenant": tenant}).fetchone()
+            ):
+                raise MigrationError(
+                    f"--tenant {tenant}: this database's rows already belong to other tenants; "
+                    "--tenant names the tenant of the rows of an upgrade from before tenants"
+                )
         finally:
             conn.execute(queries.MIGRATE_UNLOCK)
     return result

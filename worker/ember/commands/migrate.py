@@ -1,4 +1,5 @@
-"""`ember migrate [--status | --dry-run]`: new migrations once, then every function file."""
+"""`ember migrate [--status | --dry-run] [--tenant NAME]`: new migrations once, then every
+function file."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     mode.add_argument(
         "--dry-run", action="store_true", help="print what would run and change nothing"
+    )
+    mig.add_argument(
+        "--tenant",
+        metavar="NAME",
+        help="the tenant the existing rows become when upgrading a database from before "
+        "tenants (default: default)",
     )
     mig.set_defaults(run=run)
 
@@ -55,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"would apply {name}")
         print(f"would re-apply {len(function_files(root))} function files (nothing was changed)")
         return 0
-    result = migrate(url, root)
+    result = migrate(url, root, tenant=args.tenant)
     applied = ", ".join(result.applied) if result.applied else "none"
     print(f"migrations applied: {applied}")
     print(f"function files re-applied: {len(result.functions)}")
