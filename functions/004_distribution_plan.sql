@@ -7,11 +7,12 @@
 -- A function in functions/ rather than a table filled by a migration, so that adding a row is an
 -- edit of this file, re-applied by every migrate, with no migration number to take.
 
--- Each table of schema ember and its role:
---   distributed  sharded by distribution_column, co-located with threads: one thread's rows of
---                every such table live on one shard;
---   reference    small or cross-thread, copied to every node (writes are two-phase on all nodes);
---   local        stays on the coordinator only: bookkeeping, and analyst or eval data.
+-- Each table of schema ember and its role (docs/tenants.md, docs/citus.md):
+--   distributed  sharded by distribution_column: tenants by id, and every table of one person's
+--                data by tenant_id, co-located with tenants, so one person's rows of every such
+--                table live on one shard and a call that names the tenant runs on one node;
+--   reference    small global data, copied to every node (writes are two-phase on all nodes);
+--   local        stays on the coordinator only: bookkeeping.
 -- Rows are in the order the operator converts them: referenced tables before the tables
 -- that point to them.
 CREATE OR REPLACE FUNCTION ember.distribution_plan()
@@ -20,7 +21,8 @@ LANGUAGE sql IMMUTABLE
 AS $$
     VALUES
     ('settings', 'reference', NULL, 'a few rows of constants, read by every function'),
-    ('categories', 'reference', NULL, 'a few rows; threads point to them'),
+    ('categories', 'reference', NULL,
+     'a few rows: a label means the same for every person, as the model tags that admit it do'),
     ('models', 'reference', NULL, 'the model registry; threads and runs point to it'),
     ('model_price_tiers', 'reference', NULL, 'a few rows per model'),
     ('tools', 'reference', NULL, 'the tool list, a few rows'),
@@ -29,113 +31,106 @@ AS $$
     ('shadow_activation', 'reference', NULL, 'one row: the activation watermark'),
     ('shadow_park_epoch', 'reference', NULL,
      'one row: moved by every change of models or settings, read by each claim'),
-    ('forgettings', 'reference', NULL,
-     'one row per forget command (rare); messages and proposals point to it'),
-    ('facts', 'reference', NULL,
-     'production memory crosses threads by design; written at the steward''s rate, searched from any node'),
-    ('fact_evidence', 'reference', NULL, 'a fact''s pointers, written with the fact'),
-    ('fact_history', 'reference', NULL, 'each change of a fact, written with the change'),
-    ('cutovers', 'reference', NULL, 'a few rows: each cut-over of a scope; the backlog and promotion read them'),
-    ('fact_confirmations', 'reference', NULL, 'the steward''s confirmations of promoted facts, written with facts'),
-    ('consolidation_runs', 'reference', NULL,
-     'the consolidation job reads facts across threads, at a low rate; facts point to its runs'),
-    ('consolidation_actions', 'reference', NULL, 'each action of a consolidation run, beside the facts it changed'),
-    ('threads', 'distributed', 'id', 'the anchor of the co-location group: one row per thread'),
-    ('generations', 'distributed', 'thread_id', 'one row per context lifetime of a thread'),
-    ('messages', 'distributed', 'thread_id', 'the traffic itself'),
-    ('generation_sources', 'distributed', 'thread_id', 'what a generation received, kept on the receiver'),
-    ('generation_progress', 'distributed', 'thread_id', 'per generation write state, written with each append'),
-    ('generation_changes', 'distributed', 'thread_id', 'threads whose generations changed since the tick'),
-    ('identity_segments', 'distributed', 'thread_id', 'the identity a generation was given'),
-    ('shadow_cursors', 'distributed', 'thread_id', 'shadow''s read position per generation'),
-    ('shadow_thread_state', 'distributed', 'thread_id', 'shadow''s per-thread state'),
-    ('shadow_signals', 'distributed', 'thread_id', 'pending shadow wake-ups of a thread'),
-    ('shadow_offers', 'distributed', 'thread_id',
+    ('tenants', 'distributed', 'id', 'the anchor of the co-location group: one row per person'),
+    ('threads', 'distributed', 'tenant_id', 'a person''s threads, their main and steward among them'),
+    ('forgettings', 'distributed', 'tenant_id', 'one row per forget command of a person'),
+    ('cutovers', 'distributed', 'tenant_id', 'each cut-over of a scope of a person''s memory'),
+    ('consolidation_runs', 'distributed', 'tenant_id', 'consolidation reads one person''s facts'),
+    ('facts', 'distributed', 'tenant_id',
+     'a person''s memory: grows with every person, so it is sharded with them, never copied'),
+    ('consolidation_actions', 'distributed', 'tenant_id', 'each action of a consolidation run'),
+    ('fact_evidence', 'distributed', 'tenant_id', 'a fact''s pointers, written with the fact'),
+    ('fact_history', 'distributed', 'tenant_id', 'each change of a fact, written with the change'),
+    ('fact_confirmations', 'distributed', 'tenant_id', 'the steward''s confirmations of promoted facts'),
+    ('generations', 'distributed', 'tenant_id', 'one row per context lifetime of a thread'),
+    ('messages', 'distributed', 'tenant_id', 'the traffic itself'),
+    ('generation_sources', 'distributed', 'tenant_id', 'what a generation received, kept on the receiver'),
+    ('generation_progress', 'distributed', 'tenant_id', 'per generation write state, written with each append'),
+    ('generation_changes', 'distributed', 'tenant_id', 'threads whose generations changed since the tick'),
+    ('identity_segments', 'distributed', 'tenant_id', 'the identity a generation was given'),
+    ('shadow_cursors', 'distributed', 'tenant_id', 'shadow''s read position per generation'),
+    ('shadow_thread_state', 'distributed', 'tenant_id', 'shadow''s per-thread state'),
+    ('shadow_signals', 'distributed', 'tenant_id', 'pending shadow wake-ups of a thread'),
+    ('shadow_offers', 'distributed', 'tenant_id',
      'one row per thread with a standing offer, in claim order, with its park'),
-    ('shadow_prefixes', 'distributed', 'thread_id', 'a thread''s last request, written per host call'),
-    ('shadow_runs', 'distributed', 'thread_id', 'one row per shadow run of a thread'),
-    ('shadow_proposals', 'distributed', 'thread_id', 'a run''s proposals, about its own thread'),
-    ('cutover_promotions', 'distributed', 'thread_id', 'what promotion did with each proposal, beside it'),
-    ('steward_runs', 'distributed', 'thread_id',
-     'the steward''s runs, all in its thread memory-steward: one shard, beside its messages'),
-    ('thread_events', 'distributed', 'thread_id', 'events queued for the receiving thread'),
-    ('main_actions', 'distributed', 'thread_id', 'main''s messages to a side chat, kept on the side chat'),
+    ('shadow_prefixes', 'distributed', 'tenant_id', 'a thread''s last request, written per host call'),
+    ('shadow_runs', 'distributed', 'tenant_id', 'one row per shadow run of a thread'),
+    ('shadow_proposals', 'distributed', 'tenant_id', 'a run''s proposals, about its own thread'),
+    ('cutover_promotions', 'distributed', 'tenant_id', 'what promotion did with each proposal, beside it'),
+    ('steward_runs', 'distributed', 'tenant_id', 'a person''s steward runs, beside the backlog they read'),
+    ('thread_events', 'distributed', 'tenant_id', 'events queued for the receiving thread'),
+    ('main_actions', 'distributed', 'tenant_id', 'main''s messages to a side chat, kept on the side chat'),
+    ('judge_runs', 'distributed', 'tenant_id', 'the semantic judge''s runs over a person''s proposals and facts'),
+    ('judged_pairs', 'distributed', 'tenant_id', 'the judge''s verdicts, beside the facts they judge'),
+    ('import_files', 'distributed', 'tenant_id', 'files ember import took whole into a person, by digest'),
+    ('eval_runs', 'distributed', 'tenant_id', 'ember eval, on the threads and facts of the tenant it plays'),
+    ('eval_conversations', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_sessions', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_turns', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_questions', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_answers', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_context', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_calls', 'distributed', 'tenant_id', 'ember eval'),
+    ('eval_promotions', 'distributed', 'tenant_id', 'ember eval'),
     ('schema_migrations', 'local', NULL, 'what ember migrate applied: the coordinator''s bookkeeping'),
     ('schema_functions', 'local', NULL, 'the checksum of functions/: the coordinator''s bookkeeping'),
-    ('fleet_tick', 'local', NULL, 'one row: which worker ticked last; tick runs on the coordinator'),
-    ('import_files', 'local', NULL, 'files ember import took whole, by digest: the coordinator''s bookkeeping'),
-    ('judge_runs', 'local', NULL, 'the semantic judge: analyst work, read through the comparison views'),
-    ('judged_pairs', 'local', NULL, 'the judge''s verdicts: analyst work'),
-    ('eval_runs', 'local', NULL, 'ember eval runs in a database of its own, never distributed'),
-    ('eval_conversations', 'local', NULL, 'ember eval'),
-    ('eval_sessions', 'local', NULL, 'ember eval'),
-    ('eval_turns', 'local', NULL, 'ember eval'),
-    ('eval_questions', 'local', NULL, 'ember eval'),
-    ('eval_answers', 'local', NULL, 'ember eval'),
-    ('eval_context', 'local', NULL, 'ember eval'),
-    ('eval_calls', 'local', NULL, 'ember eval'),
-    ('eval_promotions', 'local', NULL, 'ember eval')
+    ('fleet_tick', 'local', NULL, 'one row: which worker ticked last; tick runs on the coordinator')
 $$;
 
 COMMENT ON FUNCTION ember.distribution_plan() IS
-'Each table of schema ember: distributed (by which column, co-located with threads), reference or local.';
-
--- Keys on a distributed table that do not hold its distribution column, kept on one server on
--- purpose: the operator drops each before distributing (ember.distribution_commands() says so),
--- and `what_holds_it` is what keeps the rule then. Every other key the lint finds is an error.
-CREATE OR REPLACE FUNCTION ember.distribution_exceptions()
-RETURNS TABLE (table_name text, constraint_name text, what_holds_it text)
-LANGUAGE sql IMMUTABLE
-AS $$
-    VALUES
-    ('threads', 'threads_one_main_one_steward',
-     'create_thread refuses a second main (EM006) and ensure_steward_thread creates the steward '
-     || 'once under its lock; two concurrent create_thread calls for two mains are no longer '
-     || 'refused by the database, so the operator creates main once, at set-up')
-$$;
-
-COMMENT ON FUNCTION ember.distribution_exceptions() IS
-'Keys on distributed tables without the distribution column, dropped by the operator before distributing.';
+'Each table of schema ember: distributed (by which column, co-located with tenants), reference or local.';
 
 -- The hot path: the host's calls, the claims, the submits and the steward's step. The lint reads
 -- each one's source and refuses a JOIN of a distributed table on anything but its distribution
--- column. `shard` says how each runs distributed: `single` when its thread argument
--- (`thread_argument`) routes it to one shard (create_distributed_function), otherwise why not.
+-- column. `shard` says how each runs distributed: `single` when its tenant argument
+-- (`tenant_argument`) routes it to one node (create_distributed_function), otherwise why not.
+-- None takes the tenant yet: until the API names it (issue 40, item 2), a call is planned across
+-- shards and the plan cannot be applied (docs/citus.md).
+-- Its routing column was thread_argument while the plan distributed by thread.
+DO $$
+BEGIN
+    IF to_regprocedure('ember.distribution_hot_path()') IS NOT NULL
+        AND strpos(pg_get_function_result(to_regprocedure('ember.distribution_hot_path()')), 'tenant_argument') = 0
+    THEN
+        DROP FUNCTION ember.distribution_hot_path();
+    END IF;
+END
+$$;
+-- No key of a distributed table lacks its distribution column now: every one leads with it.
+DROP FUNCTION IF EXISTS ember.distribution_exceptions();
+
 CREATE OR REPLACE FUNCTION ember.distribution_hot_path()
-RETURNS TABLE (function_name text, part text, thread_argument text, shard text)
+RETURNS TABLE (function_name text, part text, tenant_argument text, shard text)
 LANGUAGE sql IMMUTABLE
 AS $$
     VALUES
-    ('create_thread', 'host', NULL,
-     'multi: the one-main check reads threads by kind across shards; once per thread, at its start'),
-    ('start_generation', 'host', 'p_thread', 'single'),
-    ('append_message', 'host', 'p_thread', 'single'),
-    ('append_messages', 'host', 'p_thread', 'single'),
-    ('note_prefix', 'host', 'p_thread', 'single'),
-    ('turn_started', 'host', 'p_thread', 'single'),
-    ('turn_ended', 'host', 'p_thread', 'single'),
-    ('waiting_for_user', 'host', 'p_thread', 'single'),
-    ('task_ended', 'host', 'p_thread', 'single'),
-    ('set_thread_status', 'host', 'p_thread', 'single'),
+    ('create_thread', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('start_generation', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('append_message', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('append_messages', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('note_prefix', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('turn_started', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('turn_ended', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('waiting_for_user', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('task_ended', 'host', NULL, 'multi: takes no tenant argument yet'),
+    ('set_thread_status', 'host', NULL, 'multi: takes no tenant argument yet'),
     ('claim_shadow_run', 'claim', NULL,
-     'multi: picks the next offer across threads (an index scan per shard), then locks one thread''s rows'),
+     'multi: picks the next offer across tenants, then locks one thread''s rows'),
     ('claim_steward_run', 'claim', NULL,
-     'multi: asks steward_has_work (two partial indexes of generation_progress per shard), then '
-     || 'reads the backlog across threads (partial index messages_undigested per shard) and '
-     || 'writes the run on the steward''s shard'),
+     'multi: asks steward_has_work across tenants, then reads one backlog and writes the run'),
     ('submit_shadow_run', 'submit', NULL,
      'multi then single: the run is found by id alone (one index probe per shard), then every '
-     || 'write is the run''s thread'),
+     || 'write is the run''s tenant'),
     ('steward_step', 'steward', NULL,
-     'multi then single: the run by id alone, then the steward''s shard; facts are reference writes')
+     'multi then single: the run by id alone, then every write is the run''s tenant')
 $$;
 
 COMMENT ON FUNCTION ember.distribution_hot_path() IS
-'The hot-path functions, their part, their thread argument and how each runs distributed.';
+'The hot-path functions, their part, their tenant argument and how each runs distributed.';
 
 -- The operator's one-time commands, in order, after `ember migrate` and with the workers added:
--- reference tables, then distributed tables co-located with threads, then the single-shard
--- functions routed by their thread argument. identity_documents and identity_versions point to
+-- reference tables, then distributed tables co-located with tenants, then the single-shard
+-- functions routed by their tenant argument. identity_documents and identity_versions point to
 -- each other, and a table is converted only when what it points to already is, so that one key
 -- is dropped first and added back last.
 CREATE OR REPLACE FUNCTION ember.distribution_commands()
@@ -146,16 +141,13 @@ AS $$
         SELECT 0 AS step, 0 AS n, 'ALTER TABLE ember.identity_documents DROP CONSTRAINT '
                || 'identity_documents_file_last_good_version_fkey;' AS c
         UNION ALL
-        SELECT 1, row_number() OVER (), format('DROP INDEX ember.%I;', e.constraint_name)
-        FROM ember.distribution_exceptions() AS e
-        UNION ALL
         SELECT 2, p.ord, CASE p.role
             WHEN 'reference' THEN format('SELECT create_reference_table(%L);', 'ember.' || p.table_name)
-            WHEN 'distributed' THEN CASE WHEN p.table_name = 'threads'
+            WHEN 'distributed' THEN CASE WHEN p.table_name = 'tenants'
                 THEN format('SELECT create_distributed_table(%L, %L);',
                             'ember.' || p.table_name, p.distribution_column)
                 ELSE format('SELECT create_distributed_table(%L, %L, colocate_with => %L);',
-                            'ember.' || p.table_name, p.distribution_column, 'ember.threads')
+                            'ember.' || p.table_name, p.distribution_column, 'ember.tenants')
             END
         END
         FROM ember.distribution_plan() WITH ORDINALITY AS p (table_name, role, distribution_column, why, ord)
@@ -168,8 +160,8 @@ AS $$
                                 format('ember.%s(%s)', f.proname, (
                                     SELECT string_agg(format_type(a.t, NULL), ', ' ORDER BY a.o)
                                     FROM unnest(f.proargtypes::oid []) WITH ORDINALITY AS a (t, o)
-                                )), h.thread_argument, 'ember.threads')
-        FROM ember.distribution_hot_path() WITH ORDINALITY AS h (function_name, part, thread_argument, shard, ord)
+                                )), h.tenant_argument, 'ember.tenants')
+        FROM ember.distribution_hot_path() WITH ORDINALITY AS h (function_name, part, tenant_argument, shard, ord)
         INNER JOIN pg_catalog.pg_proc AS f
             ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
         WHERE h.shard = 'single'
@@ -185,22 +177,25 @@ COMMENT ON FUNCTION ember.distribution_commands() IS
 -- for every rule, and an operator can run it before distributing. The rules are Citus's:
 --   1 every table of schema ember is in one of the plan's lists;
 --   2 the plan names existing tables, once each, with a NOT NULL distribution column where due;
---   3 a primary or unique key of a distributed table holds its distribution column (Citus checks
---     uniqueness on one shard only), unless ember.distribution_exceptions() names it;
+--   3 a primary or unique key (or unique index) of a distributed table leads with its
+--     distribution column (Citus checks uniqueness on one shard only; first, so that a lookup
+--     by one person's key reads one person's part of the index);
 --   4 a foreign key of a distributed table points to a reference table, or to a distributed one
---     with distribution column matched to distribution column (co-located shards), never to a
---     local table;
+--     with distribution column matched to distribution column as its first pair (co-located
+--     shards), never to a local table;
 --   5 a reference or local table never points into a distributed table;
 --   6 a sequence-filled column of a distributed table is bigint (Citus gives each node its own
 --     range of a bigint sequence; smaller types can be drawn on the coordinator only);
---   7 the hot path's functions exist;
+--   7 the hot path's functions exist, and one routed to a single shard has its tenant argument;
 --   8 a hot-path function (listed, or a trigger function on a distributed table) joins a
 --     distributed table only on its distribution column, read from its source: each
 --     `JOIN ember.<table> [AS] <alias> ON|USING ...` of a distributed table must equate
 --     <alias>.<column> with something. It does not see joins written as FROM a, b WHERE, EXISTS
 --     or IN subqueries, views, dynamic SQL, or the other functions a listed function calls (each
 --     is checked only when listed); and it checks that the column is equated, not that the other
---     side is the same thread's.
+--     side is the same tenant's;
+--   9 every distributed table but the anchor points to it: a foreign key from its distribution
+--     column to tenants (id), so no person's row outlives the person.
 --
 -- Its length: one statement, a UNION ALL with one branch per numbered rule above, read against
 -- the list; a function per rule would scatter that list over eight definitions.
@@ -271,7 +266,7 @@ AS $$
     WHERE x.why IS NOT NULL
 
     UNION ALL
-    SELECT 3, format('ember.%s: %s %s lacks distribution column %s: %s', p.table_name,
+    SELECT 3, format('ember.%s: %s %s does not lead with distribution column %s: %s', p.table_name,
                      CASE con.contype WHEN 'p' THEN 'primary key' WHEN 'u' THEN 'unique constraint'
                                       ELSE 'unique index' END,
                      ic.relname, p.distribution_column, pg_get_indexdef(i.indexrelid))
@@ -279,27 +274,20 @@ AS $$
     INNER JOIN pg_index AS i ON i.indrelid = p.rel AND i.indisunique
     INNER JOIN pg_class AS ic ON ic.oid = i.indexrelid
     LEFT JOIN pg_constraint AS con ON con.conindid = i.indexrelid AND con.conrelid = p.rel
-    WHERE p.role = 'distributed'
-        AND NOT p.dist_attnum = ANY(i.indkey::smallint[])
-        AND NOT EXISTS (
-            SELECT 1 FROM ember.distribution_exceptions() AS e
-            WHERE e.table_name = p.table_name AND e.constraint_name = ic.relname
-        )
+    WHERE p.role = 'distributed' AND i.indkey[0] IS DISTINCT FROM p.dist_attnum
 
     UNION ALL
     SELECT 4, format('ember.%s: foreign key %s %s: %s', s.table_name, con.conname, CASE
                          WHEN t.role = 'local' THEN format('points to local table ember.%s', t.table_name)
-                         ELSE format('does not match %s.%s to %s.%s', s.table_name, s.distribution_column,
+                         ELSE format('does not match %s.%s to %s.%s first', s.table_name, s.distribution_column,
                                      t.table_name, t.distribution_column) END,
                      pg_get_constraintdef(con.oid))
     FROM plan AS s
     INNER JOIN pg_constraint AS con ON con.conrelid = s.rel AND con.contype = 'f'
     INNER JOIN plan AS t ON t.rel = con.confrelid
     WHERE s.role = 'distributed' AND t.role <> 'reference'
-        AND (t.role = 'local' OR NOT EXISTS (
-            SELECT 1 FROM unnest(con.conkey, con.confkey) AS k (src, dst)
-            WHERE k.src = s.dist_attnum AND k.dst = t.dist_attnum
-        ))
+        AND (t.role = 'local' OR con.conkey[1] IS DISTINCT FROM s.dist_attnum
+             OR con.confkey[1] IS DISTINCT FROM t.dist_attnum)
 
     UNION ALL
     SELECT 5, format('ember.%s (%s): foreign key %s points into distributed table ember.%s: %s',
@@ -324,6 +312,13 @@ AS $$
     WHERE NOT EXISTS (
         SELECT 1 FROM pg_proc WHERE proname = h.function_name AND pronamespace = 'ember'::regnamespace
     )
+    UNION ALL
+    SELECT 7, format('hot-path function ember.%s is routed by %s, which it does not take',
+                     h.function_name, coalesce(h.tenant_argument, 'no argument'))
+    FROM ember.distribution_hot_path() AS h
+    INNER JOIN pg_proc AS f ON f.proname = h.function_name AND f.pronamespace = 'ember'::regnamespace
+    WHERE h.shard = 'single'
+        AND (h.tenant_argument IS NULL OR NOT h.tenant_argument = ANY (coalesce(f.proargnames, '{}')))
 
     UNION ALL
     SELECT 8, format('ember.%s: JOIN ember.%s AS %s %s does not join on %s.%s',
@@ -335,6 +330,18 @@ AS $$
         j.cond ~* format('\m%s\.%s\M\s*=|=\s*%s\.%s\M', j.alias, p.distribution_column, j.alias, p.distribution_column)
         OR j.cond ~* format('^USING\s*\([^)]*\m%s\M', p.distribution_column)
     )
+
+    UNION ALL
+    SELECT 9, format('ember.%s: no foreign key from %s to the anchor ember.%s (%s)',
+                     s.table_name, s.distribution_column, a.table_name, a.distribution_column)
+    FROM plan AS s
+    CROSS JOIN (SELECT * FROM plan WHERE table_name = 'tenants') AS a
+    WHERE s.role = 'distributed' AND s.rel <> a.rel AND s.rel IS NOT NULL
+        AND NOT EXISTS (
+            SELECT 1 FROM pg_constraint AS con
+            WHERE con.conrelid = s.rel AND con.contype = 'f' AND con.confrelid = a.rel
+                AND con.conkey = ARRAY[s.dist_attnum] AND con.confkey = ARRAY[a.dist_attnum]
+        )
 
     ORDER BY 1, 2
 $$;

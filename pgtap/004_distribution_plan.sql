@@ -1,11 +1,11 @@
 BEGIN;
-SELECT plan(9);
+SELECT plan(10);
 
--- The distribution plan (functions/004_distribution_plan.sql) against the catalog: a deployment
--- can still distribute Ember by thread_id with Citus after any change. Each failure lists what
--- breaks the rule, naming the table and the constraint, index, column or function; the rules are
--- Citus's (docs/operations.md, "Distribution by thread_id"), each described at
--- ember.distribution_violations().
+-- The distribution plan (functions/004_distribution_plan.sql) against the catalog: every table
+-- of one person's data leads its keys with tenant_id, so a deployment can distribute Ember by
+-- tenant with Citus after any change. Each failure lists what breaks the rule, naming the table
+-- and the constraint, index, column or function; the rules are Citus's (docs/citus.md), each
+-- described at ember.distribution_violations().
 
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 1',
@@ -17,11 +17,11 @@ SELECT is_empty(
 );
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 3',
-    'every primary and unique key of a distributed table includes its distribution column'
+    'every primary and unique key of a distributed table leads with its distribution column'
 );
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 4',
-    'foreign keys of distributed tables go to reference tables, or match thread_id to thread_id'
+    'foreign keys of distributed tables go to reference tables, or match tenant_id to tenant_id first'
 );
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 5',
@@ -33,11 +33,15 @@ SELECT is_empty(
 );
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 7',
-    'every hot-path function of the plan exists'
+    'every hot-path function of the plan exists, with the tenant argument it is routed by'
 );
 SELECT is_empty(
     'SELECT problem FROM ember.distribution_violations() WHERE rule = 8',
     'hot-path functions join distributed tables only on the distribution column'
+);
+SELECT is_empty(
+    'SELECT problem FROM ember.distribution_violations() WHERE rule = 9',
+    'every distributed table points to its tenant from its distribution column'
 );
 SELECT cmp_ok(
     ember.distribution_hot_path_joins(), '>', 0::bigint,

@@ -44,17 +44,8 @@ def render(conn: psycopg.Connection[Any]) -> str:
         "|---|---|---|",
     ]
     for name, part, argument, shard in conn.execute(queries.DISTRIBUTION_HOT_PATH):
-        how = f"single shard, routed by `{argument}`" if shard == "single" else _cell(shard)
+        how = f"one node, routed by `{argument}`" if shard == "single" else _cell(shard)
         lines.append(f"| `{name}` | {part} | {how} |")
-    lines += [
-        "",
-        "Keys kept on one server that the operator drops before distributing:",
-        "",
-        "| table | key | what holds the rule then |",
-        "|---|---|---|",
-    ]
-    for table, key, holds in conn.execute(queries.DISTRIBUTION_EXCEPTIONS):
-        lines.append(f"| `{table}` | `{key}` | {_cell(holds)} |")
     lines += ["", "The one-time commands, in order:", "", "```sql"]
     lines += [str(row[0]) for row in conn.execute(queries.DISTRIBUTION_COMMANDS)]
     lines += ["```", "", END]

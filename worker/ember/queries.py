@@ -31,6 +31,11 @@ CREATE TABLE IF NOT EXISTS ember.schema_migrations (
 );
 """
 
+# The tenant that the rows of a database from before tenants become
+# (db/migrations/0051_tenants.sql), and whether a tenant exists.
+SET_MIGRATE_TENANT: LiteralString = "SELECT set_config('ember.migrate_tenant', %(tenant)s, false)"
+TENANT_EXISTS: LiteralString = "SELECT 1 FROM ember.tenants WHERE id = %(tenant)s"
+
 # The migrations applied so far, with the digest each had when it ran.
 APPLIED_MIGRATIONS: LiteralString = "SELECT name, sha256 FROM ember.schema_migrations"
 
@@ -620,11 +625,7 @@ DISTRIBUTION_PLAN: LiteralString = (
 )
 # the hot-path functions and the shard each routes to,
 DISTRIBUTION_HOT_PATH: LiteralString = (
-    "SELECT function_name, part, thread_argument, shard FROM ember.distribution_hot_path()"
-)
-# the constraints a distributed cluster cannot hold and what holds them instead,
-DISTRIBUTION_EXCEPTIONS: LiteralString = (
-    "SELECT table_name, constraint_name, what_holds_it FROM ember.distribution_exceptions()"
+    "SELECT function_name, part, tenant_argument, shard FROM ember.distribution_hot_path()"
 )
 # and the one-time commands, in order.
 DISTRIBUTION_COMMANDS: LiteralString = "SELECT * FROM ember.distribution_commands()"
