@@ -194,8 +194,9 @@ COMMENT ON FUNCTION ember.distribution_commands() IS
 --     or IN subqueries, views, dynamic SQL, or the other functions a listed function calls (each
 --     is checked only when listed); and it checks that the column is equated, not that the other
 --     side is the same tenant's;
---   9 every distributed table but the anchor points to it: a foreign key from its distribution
---     column to tenants (id), so no person's row outlives the person.
+--   9 every distributed table but the anchor points to it, so no person's row outlives the
+--     person: a foreign key from its distribution column to tenants (id), or one of NOT NULL
+--     columns led by the distribution column to a distributed table that points to it.
 --
 -- Its length: one statement, a UNION ALL with one branch per numbered rule above, read against
 -- the list; a function per rule would scatter that list over eight definitions.
@@ -224,6 +225,27 @@ AS $$
         INNER JOIN pg_trigger AS tg ON tg.tgrelid = p.rel AND NOT tg.tgisinternal
         INNER JOIN pg_proc AS f ON f.oid = tg.tgfoid AND f.pronamespace = 'ember'::regnamespace
         WHERE p.role = 'distributed'
+    ),
+
+    -- The distributed tables whose every row points to a tenant, through keys that cannot be
+    -- NULL and lead with the distribution column on both sides.
+    anchored AS (
+        WITH RECURSIVE reach AS (
+            SELECT p.rel FROM plan AS p WHERE p.table_name = 'tenants'
+            UNION
+            SELECT s.rel
+            FROM reach AS r
+            INNER JOIN pg_constraint AS con ON con.confrelid = r.rel AND con.contype = 'f'
+            INNER JOIN plan AS s ON s.rel = con.conrelid AND s.role = 'distributed'
+            INNER JOIN plan AS t ON t.rel = con.confrelid
+            WHERE con.conkey[1] = s.dist_attnum AND con.confkey[1] = t.dist_attnum
+                AND NOT EXISTS (
+                    SELECT 1 FROM unnest(con.conkey) AS k (attnum)
+                    INNER JOIN pg_attribute AS a ON a.attrelid = s.rel AND a.attnum = k.attnum
+                    WHERE NOT a.attnotnull
+                )
+        )
+        SELECT reach.rel FROM reach
     ),
 
     hot_joins AS (
@@ -332,16 +354,11 @@ AS $$
     )
 
     UNION ALL
-    SELECT 9, format('ember.%s: no foreign key from %s to the anchor ember.%s (%s)',
-                     s.table_name, s.distribution_column, a.table_name, a.distribution_column)
+    SELECT 9, format('ember.%s: no foreign key from %s leads to the anchor ember.tenants',
+                     s.table_name, s.distribution_column)
     FROM plan AS s
-    CROSS JOIN (SELECT * FROM plan WHERE table_name = 'tenants') AS a
-    WHERE s.role = 'distributed' AND s.rel <> a.rel AND s.rel IS NOT NULL
-        AND NOT EXISTS (
-            SELECT 1 FROM pg_constraint AS con
-            WHERE con.conrelid = s.rel AND con.contype = 'f' AND con.confrelid = a.rel
-                AND con.conkey = ARRAY[s.dist_attnum] AND con.confkey = ARRAY[a.dist_attnum]
-        )
+    WHERE s.role = 'distributed' AND s.table_name <> 'tenants' AND s.rel IS NOT NULL
+        AND s.rel NOT IN (SELECT a.rel FROM anchored AS a)
 
     ORDER BY 1, 2
 $$;
