@@ -1,8 +1,8 @@
 """B13: what tenants cost the host, against the release before them, in the same run.
 
 Two scratch databases on the same server: one migrated with the migrations and functions of
-commit 37d7280 (the release before tenants, taken from this repository's history), one with
-this tree's. The same host calls run on both, interleaved in rounds so a noisy neighbour slows
+commit 61de82c (the last before tenants, taken from this repository's history, so the ratio is
+what tenants themselves cost and not what other changes since did), one with this tree's. The same host calls run on both, interleaved in rounds so a noisy neighbour slows
 both alike: append_message one row per autocommit statement, append_messages of 500 rows,
 turn_started and turn_ended, and start_generation. The ratio is this tree's time over the old
 release's; the target (issue 40) is ≤ 1.1 for each.
@@ -28,7 +28,7 @@ from ember.config import database_url
 from ember.devsetup import drop_database, fresh_database
 from ember.embedded import project_root
 
-BEFORE_TENANTS = "37d7280"
+BEFORE_TENANTS = "61de82c"
 ROUNDS = 20
 SINGLE = 100
 BULK_ROWS = 2000
