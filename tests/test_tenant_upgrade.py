@@ -7,6 +7,7 @@ old schema whole and runs again from the start."""
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import tarfile
 import threading
@@ -80,8 +81,6 @@ def _rows(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]]:
 
 def _as_before(rows: list[dict[str, Any]], keys: set[str]) -> Counter[str]:
     """Each row cut to the columns the old release had, as a multiset of canonical texts."""
-    import json
-
     return Counter(json.dumps({k: r[k] for k in keys}, sort_keys=True) for r in rows)
 
 

@@ -41,6 +41,7 @@ DECLARE
     ];
     v_oids oid[];
     c record;
+    v_table text;
     v_fks text[] := '{}';
     v_fk text;
 BEGIN
@@ -54,9 +55,9 @@ BEGIN
     SELECT array_agg(format('ember.%I', t)::regclass::oid) INTO v_oids FROM unnest(v_tables) AS t;
 
     -- The column, filled for every existing row by the default (no table rewrite).
-    FOREACH v_fk IN ARRAY v_tables LOOP
+    FOREACH v_table IN ARRAY v_tables LOOP
         EXECUTE format(
-            'ALTER TABLE ember.%I ADD COLUMN tenant_id text NOT NULL DEFAULT %L', v_fk, v_tenant
+            'ALTER TABLE ember.%I ADD COLUMN tenant_id text NOT NULL DEFAULT %L', v_table, v_tenant
         );
     END LOOP;
 

@@ -323,18 +323,7 @@ class Cluster:
         embedded._write_private(node.pgdata / PASSFILE, self.passfile.read_text(), uid, gid)
         env = {**os.environ, "PGPASSFILE": PASSFILE}
         res = self._node_pg(
-            "pg_ctl",
-            node,
-            "-l",
-            str(node.log),
-            "-o",
-            opts,
-            "-w",
-            "-t",
-            "60",
-            "start",
-            timeout=90,
-            env=env,
+            "pg_ctl", node, *embedded.start_args(node.log, opts), timeout=90, env=env
         )
         self._started.append(node)
         if res.returncode != 0:

@@ -345,6 +345,12 @@ def _hba(bootstrap: bool) -> str:
     )
 
 
+def start_args(log: Path, opts: str) -> tuple[str, ...]:
+    """pg_ctl's arguments after -D to start a server logging to `log` with server options
+    `opts`, waiting up to 60 s for it to accept connections."""
+    return ("-l", str(log), "-o", opts, "-w", "-t", "60", "start")
+
+
 def _pg(
     tool: str,
     *args: str,
@@ -582,14 +588,7 @@ class EmbeddedServer:
                 "pg_ctl",
                 "-D",
                 str(lay.pgdata),
-                "-l",
-                str(lay.log),
-                "-o",
-                opts,
-                "-w",
-                "-t",
-                "60",
-                "start",
+                *start_args(lay.log, opts),
                 user=self.user,
                 timeout=90,
             )
