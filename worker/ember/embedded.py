@@ -702,6 +702,16 @@ class EmbeddedServer:
                     if time.monotonic() > deadline:
                         raise EmbeddedError("the embedded server did not reload pg_hba.conf")
                     time.sleep(0.05)
+                # The postmaster signals its children before it reads pg_hba.conf again, so a
+                # backend can see the new load time while TCP is still refused: wait for TCP.
+                while True:
+                    try:
+                        psycopg.connect(self.url("postgres"), connect_timeout=5).close()
+                        break
+                    except psycopg.OperationalError as exc:
+                        if "pg_hba.conf" not in str(exc) or time.monotonic() > deadline:
+                            raise
+                    time.sleep(0.05)
 
     def stop(self) -> bool:
         if self.running_pid() is None:
