@@ -179,9 +179,9 @@ def run(scale: int, concurrency: int, timeout: float) -> dict[str, Any]:
     try:
         threads, generations, messages = write_corpus(path, scale)
         with psycopg.connect(url) as conn:
-            conn.execute("SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', %s)",
+            conn.execute("SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', %s)",
                          (STEWARD_MODEL,))  # fmt: skip
-            conn.execute("SELECT ember.ensure_steward_thread()")
+            conn.execute("SELECT ember.ensure_steward_thread('default')")
             conn.execute("SELECT ember.shadow_activate()")
             conn.commit()
             start = time.perf_counter()

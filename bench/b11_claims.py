@@ -85,16 +85,16 @@ def grow_ready(conn: psycopg.Connection, start: int, stop: int) -> None:
     """Threads start+1 .. stop, each with one human row and a task-ended offer (the host API)."""
     with conn.transaction():
         conn.execute(
-            "SELECT ember.create_thread('c' || i, 'side') FROM generate_series(%s::int, %s::int) AS i",
+            "SELECT ember.create_thread('default', 'c' || i, 'side') FROM generate_series(%s::int, %s::int) AS i",
             (start + 1, stop),
         )
         conn.execute(
-            "SELECT ember.append_message('c' || i, 'user', 'I prefer tea number ' || i || '.', 'human')"
+            "SELECT ember.append_message('default', 'c' || i, 'user', 'I prefer tea number ' || i || '.', 'human')"
             " FROM generate_series(%s::int, %s::int) AS i",
             (start + 1, stop),
         )
         conn.execute(
-            "SELECT ember.task_ended('c' || i) FROM generate_series(%s::int, %s::int) AS i",
+            "SELECT ember.task_ended('default', 'c' || i) FROM generate_series(%s::int, %s::int) AS i",
             (start + 1, stop),
         )
         conn.execute(
@@ -139,15 +139,15 @@ def add_history(conn: psycopg.Connection, messages: int, tag: str) -> None:
 def submit_plan(conn: psycopg.Connection) -> tuple[int, str, str]:
     """A committed running run on thread 'sub' (ten human rows), and the outcome to submit."""
     with conn.transaction():
-        conn.execute("SELECT ember.create_thread('sub', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'sub', 'side')")
         ids = [
             conn.execute(
-                "SELECT ember.append_message('sub', 'user', %s, 'human')",
+                "SELECT ember.append_message('default', 'sub', 'user', %s, 'human')",
                 (f"I like item {i} best.",),
             ).fetchone()[0]  # type: ignore[index]
             for i in range(10)
         ]
-        conn.execute("SELECT ember.task_ended('sub')")
+        conn.execute("SELECT ember.task_ended('default', 'sub')")
     # The other offers stay; take the claim for 'sub' alone by parking the rest for a moment.
     with conn.transaction():
         conn.execute(
@@ -205,8 +205,8 @@ def main() -> int:
     bare_server: dict[int, tuple[float, int]] = {}
     with scratch_database("ember_bench_b11") as url, psycopg.connect(url) as conn:
         with conn.transaction():
-            conn.execute("SELECT ember.create_thread('main', 'main')")
-            conn.execute("SELECT ember.ensure_steward_thread()")
+            conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
+            conn.execute("SELECT ember.ensure_steward_thread('default')")
             conn.execute("SELECT ember.shadow_activate()")
             for statement in BARE_DDL.split(";\n"):
                 if statement.strip():

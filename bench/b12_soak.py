@@ -170,15 +170,15 @@ def main() -> None:
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
-                "SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5')"
+                "SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5')"
             )
-            conn.execute("SELECT ember.ensure_steward_thread()")
+            conn.execute("SELECT ember.ensure_steward_thread('default')")
             conn.execute("SELECT ember.shadow_activate()")
             conn.execute(
                 "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
             )
             for i in range(args.threads):
-                conn.execute("SELECT ember.create_thread(%s, 'side')", (f"s{i}",))
+                conn.execute("SELECT ember.create_thread('default', %s, 'side')", (f"s{i}",))
         with SimServer(responder="heuristic") as sim:
             workers = [Worker(url, sim.base_url, f"soak{i}", envs[i]) for i in range(2)]
             samples: list[Sample] = []
@@ -217,7 +217,7 @@ def main() -> None:
                             t = f"s{rng.randrange(args.threads)}"
                             human = rng.random() < 0.5
                             conn.execute(
-                                "SELECT ember.append_message(%s, %s, %s, %s)",
+                                "SELECT ember.append_message('default', %s, %s, %s, %s)",
                                 (
                                     t,
                                     "user" if human else "assistant",
@@ -225,7 +225,7 @@ def main() -> None:
                                     "human" if human else None,
                                 ),
                             )
-                            conn.execute("SELECT ember.task_ended(%s)", (t,))
+                            conn.execute("SELECT ember.task_ended('default', %s)", (t,))
                             appended += 1
                     time.sleep(0.05)
                 sample()

@@ -60,23 +60,23 @@ def _old_root(into: Path) -> Path:
 def _calls(conn: psycopg.Connection) -> dict[str, Callable[[int], None]]:
     def single(r: int) -> None:
         for i in range(SINGLE):
-            conn.execute("SELECT ember.append_message('w', 'assistant', %s)", (f"{TEXT} {r}.{i}",))
+            conn.execute("SELECT ember.append_message('default', 'w', 'assistant', %s)", (f"{TEXT} {r}.{i}",))
 
     def bulk(r: int) -> None:
         rows = [
             {"role": "assistant" if i % 2 else "user", "content": f"{TEXT} b{r}.{i}"}
             for i in range(BULK_ROWS)
         ]
-        conn.execute("SELECT ember.append_messages('w', %s::json)", (json.dumps(rows),))
+        conn.execute("SELECT ember.append_messages('default', 'w', %s::json)", (json.dumps(rows),))
 
     def turns(_: int) -> None:
         for _i in range(TURNS):
-            conn.execute("SELECT ember.turn_started('w')")
-            conn.execute("SELECT ember.turn_ended('w', true)")
+            conn.execute("SELECT ember.turn_started('default', 'w')")
+            conn.execute("SELECT ember.turn_ended('default', 'w', true)")
 
     def generations(_: int) -> None:
         for _i in range(GENERATIONS):
-            conn.execute("SELECT ember.start_generation('g')")
+            conn.execute("SELECT ember.start_generation('default', 'g')")
 
     return {
         "append_message": single,
@@ -114,8 +114,8 @@ def main() -> None:
             psycopg.connect(new_url, autocommit=True) as new,
         ):
             for conn in (old, new):
-                conn.execute("SELECT ember.create_thread('w', 'side')")
-                conn.execute("SELECT ember.create_thread('g', 'side')")
+                conn.execute("SELECT ember.create_thread('default', 'w', 'side')")
+                conn.execute("SELECT ember.create_thread('default', 'g', 'side')")
             sides = {"old": _calls(old), "new": _calls(new)}
             spent = {side: dict.fromkeys(UNITS, 0.0) for side in sides}
             for r in range(ROUNDS):

@@ -34,9 +34,9 @@ PLAIN_ONE = (
 
 def main() -> None:
     with scratch_database("ember_bench_b1") as url, psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('w', 'side')")
-        conn.execute("SELECT ember.create_thread('p', 'side')")
-        row = conn.execute("SELECT ember.current_generation('p')").fetchone()
+        conn.execute("SELECT ember.create_thread('default', 'w', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'p', 'side')")
+        row = conn.execute("SELECT ember.current_generation('default', 'p')").fetchone()
         assert row is not None
         generation = row[0]
         conn.execute("CREATE TABLE bench_plain (LIKE ember.messages INCLUDING ALL)")
@@ -47,7 +47,7 @@ def main() -> None:
             start = time.perf_counter()
             for i in range(SINGLE_PER_ROUND):
                 conn.execute(
-                    "SELECT ember.append_message('w', 'assistant', %s)", (f"{text} {r}.{i}",)
+                    "SELECT ember.append_message('default', 'w', 'assistant', %s)", (f"{text} {r}.{i}",)
                 )
             api += time.perf_counter() - start
             start = time.perf_counter()
@@ -66,7 +66,7 @@ def main() -> None:
                 start = time.perf_counter()
                 for i in range(SINGLE_PER_ROUND):
                     conn.execute(
-                        "SELECT ember.append_message('w', 'assistant', %s)", (f"{text} t{r}.{i}",)
+                        "SELECT ember.append_message('default', 'w', 'assistant', %s)", (f"{text} t{r}.{i}",)
                     )
                 tx_api += time.perf_counter() - start
             with conn.transaction():
@@ -98,7 +98,7 @@ def main() -> None:
             ]
             payload = json.dumps(rows)
             start = time.perf_counter()
-            conn.execute("SELECT ember.append_messages('w', %s::json)", (payload,))
+            conn.execute("SELECT ember.append_messages('default', 'w', %s::json)", (payload,))
             bulk_api.append(time.perf_counter() - start)
             params: list[object] = []
             for i in range(BULK_ROWS):

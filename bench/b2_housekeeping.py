@@ -33,7 +33,7 @@ T = dt.datetime(2030, 1, 10, 12, 0, tzinfo=dt.UTC)
 SIZES = [("small", 100, 10_000, 1_000), ("large", 10_000, 1_000_000, 100_000)]
 
 GENERATE = """
-SELECT ember.ensure_steward_thread(%(t0)s);
+SELECT ember.ensure_steward_thread('default', %(t0)s);
 SET session_replication_role = replica;
 INSERT INTO ember.threads (id, kind, created_at, status_changed_at)
 SELECT 'th' || i, 'side', %(t0)s, %(t0)s FROM generate_series(1, %(threads)s) AS i;
@@ -94,7 +94,7 @@ def build(conn: psycopg.Connection, threads: int, messages: int, undigested: int
             thread = f"th{i * (threads // PENDING)}"
             for j in range(3):
                 conn.execute(
-                    "SELECT ember.append_message(%s, 'assistant', %s, p_now => %s)",
+                    "SELECT ember.append_message('default', %s, 'assistant', %s, p_now => %s)",
                     (thread, f"new work {j}", T - dt.timedelta(minutes=30)),
                 )
     conn.execute("VACUUM ANALYZE")
@@ -169,16 +169,16 @@ def measure(conn: psycopg.Connection, label: str, repeat: int) -> dict[str, floa
 def drain(conn: psycopg.Connection, generations: int) -> tuple[int, float]:
     """A thread with `generations` unread ended generations, one offer, then claim + submit."""
     with conn.transaction():
-        conn.execute("SELECT ember.create_thread('sessions', 'side', p_now => %s)", (T,))
+        conn.execute("SELECT ember.create_thread('default', 'sessions', 'side', p_now => %s)", (T,))
         for g in range(generations):
             at = T + dt.timedelta(minutes=g)
             rows = [{"role": "assistant", "content": f"session {g} row {k}"} for k in range(5)]
             conn.execute(
-                "SELECT ember.append_messages('sessions', %s::json, %s)", (json.dumps(rows), at)
+                "SELECT ember.append_messages('default', 'sessions', %s::json, %s)", (json.dumps(rows), at)
             )
-            conn.execute("SELECT ember.start_generation('sessions', %s)", (at,))
+            conn.execute("SELECT ember.start_generation('default', 'sessions', %s)", (at,))
         conn.execute(
-            "SELECT ember.shadow_memory_changed('sessions', 'generation-ended', %s)",
+            "SELECT ember.shadow_memory_changed('default', 'sessions', 'generation-ended', %s)",
             (T + dt.timedelta(hours=1),),
         )
     claims = 0

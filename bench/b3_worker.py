@@ -42,9 +42,9 @@ def offer_many(url: str, threads: list[str]) -> None:
     with psycopg.connect(url) as conn:
         for t in threads:
             conn.execute(
-                "SELECT ember.append_message(%s, 'user', %s, 'human')", (t, f"I prefer {t}.")
+                "SELECT ember.append_message('default', %s, 'user', %s, 'human')", (t, f"I prefer {t}.")
             )
-            conn.execute("SELECT ember.task_ended(%s)", (t,))
+            conn.execute("SELECT ember.task_ended('default', %s)", (t,))
 
 
 def throughput(
@@ -54,7 +54,7 @@ def throughput(
     if round_no == 0:
         with psycopg.connect(url) as conn:
             for t in threads:
-                conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+                conn.execute("SELECT ember.create_thread('default', %s, 'side')", (t,))
     proc = start_worker(
         url, sim.base_url, "--concurrency", str(concurrency), "--poll-interval", "30"
     )
@@ -81,7 +81,7 @@ def steady(url: str, sim: SimServer, concurrency: int, runs: int, prefix: str) -
     threads = [f"{prefix}{i}" for i in range(runs)]
     with psycopg.connect(url) as conn:
         for t in threads:
-            conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side')", (t,))
     proc = start_worker(
         url, sim.base_url, "--concurrency", str(concurrency), "--poll-interval", "30"
     )
@@ -114,7 +114,7 @@ def steady(url: str, sim: SimServer, concurrency: int, runs: int, prefix: str) -
 def notify_latency(url: str, sim: SimServer, samples: int) -> list[float]:
     with psycopg.connect(url, autocommit=True) as conn:
         for i in range(samples):
-            conn.execute("SELECT ember.create_thread(%s, 'side')", (f"n{i}",))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side')", (f"n{i}",))
     proc = start_worker(url, sim.base_url, "--concurrency", "4", "--poll-interval", "30")
     latencies: list[float] = []
     try:
@@ -123,10 +123,10 @@ def notify_latency(url: str, sim: SimServer, samples: int) -> list[float]:
                 sim.reset()
                 with conn.transaction():
                     conn.execute(
-                        "SELECT ember.append_message(%s, 'user', 'I prefer tea.', 'human')",
+                        "SELECT ember.append_message('default', %s, 'user', 'I prefer tea.', 'human')",
                         (f"n{i}",),
                     )
-                    conn.execute("SELECT ember.task_ended(%s)", (f"n{i}",))
+                    conn.execute("SELECT ember.task_ended('default', %s)", (f"n{i}",))
                 committed = time.time()
                 (entry,) = sim.wait_for_requests(1, timeout=10)
                 latencies.append((entry.received_at - committed) * 1000)
@@ -188,11 +188,11 @@ def claim_cost(url: str, ready: int) -> float:
     """Median ms of one claim_shadow_run with `ready` threads offered (rolled back each time)."""
     with psycopg.connect(url) as conn:
         for i in range(ready):
-            conn.execute("SELECT ember.create_thread(%s, 'side')", (f"c{i}",))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side')", (f"c{i}",))
             conn.execute(
-                "SELECT ember.append_message(%s, 'user', 'I prefer tea.', 'human')", (f"c{i}",)
+                "SELECT ember.append_message('default', %s, 'user', 'I prefer tea.', 'human')", (f"c{i}",)
             )
-            conn.execute("SELECT ember.task_ended(%s)", (f"c{i}",))
+            conn.execute("SELECT ember.task_ended('default', %s)", (f"c{i}",))
         times = []
         for _ in range(7):
             t0 = time.perf_counter()
@@ -213,7 +213,7 @@ def main() -> int:
     url = scratch_database(DB)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("SELECT ember.create_thread('main', 'main')")
+            conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
             conn.execute("SELECT ember.shadow_activate()")
         claim_ms = claim_cost(url, args.runs)
         print(f"B3 claim_shadow_run with {args.runs} threads ready: {claim_ms:.1f} ms (SQL alone)")

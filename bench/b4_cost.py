@@ -242,9 +242,9 @@ def run_size(threads: int, scale: int) -> tuple[dict[str, Any], dict[str, Any], 
             with psycopg.connect(cold_url, autocommit=True) as conn:
                 conn.execute("DELETE FROM ember.shadow_prefixes")
 
-            digest(hot_url, sim, threads, "SELECT ember.waiting_for_user(%s)")
+            digest(hot_url, sim, threads, "SELECT ember.waiting_for_user('default', %s)")
             hot = figures(hot_url, "hot")
-            digest(cold_url, sim, threads, "SELECT ember.task_ended(%s)")
+            digest(cold_url, sim, threads, "SELECT ember.task_ended('default', %s)")
             cold = figures(cold_url, "cold")
     finally:
         drop_scratch(COLD_DB)

@@ -85,7 +85,7 @@ INSERT INTO ember.steward_runs (
     price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at,
     latency_ms, worker, lease_token, lease_expires_at
 )
-SELECT ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
+SELECT ember.current_generation('default', ember.ensure_steward_thread('default')), '{}', '{}', 0,
        'claude-haiku-4-5', 'completed', 80000, 3000, '2026-11-30', 1, 5, 1.25, 2, 0.1, %(t0)s,
        %(t0)s + interval '1 minute', 20000 + (random() * 40000)::int, 'bench', gen_random_uuid(),
        %(t0)s + interval '10 minutes'

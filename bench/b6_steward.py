@@ -64,7 +64,7 @@ def steward_cost(threads: int) -> dict[str, Any]:
         with psycopg.connect(url, autocommit=True) as conn:
             host = Host(conn)
             host.create_thread("main", "main", model=STEWARD_MODEL)
-            conn.execute("SELECT ember.ensure_steward_thread()")
+            conn.execute("SELECT ember.ensure_steward_thread('default')")
             for i in range(threads):
                 t = f"t{i:03d}"
                 host.create_thread(t, "side")
@@ -130,7 +130,7 @@ def search_latency(facts: int, searches: int) -> dict[str, Any]:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("SELECT ember.define_category('health')")
             conn.execute(
-                "SELECT ember.create_thread('reader', 'side', NULL, NULL, 'open', %s)",
+                "SELECT ember.create_thread('default', 'reader', 'side', NULL, NULL, 'open', %s)",
                 (STEWARD_MODEL,),
             )
             # Loading first and building the index once is how a bulk import would do it; the

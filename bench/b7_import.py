@@ -75,7 +75,7 @@ def copy_baseline(conn: psycopg.Connection, path: Path) -> float:
     """Seconds to COPY the file's messages, split into columns, into a same-shaped table."""
     conn.execute("CREATE TABLE bench_copy (LIKE ember.messages INCLUDING ALL)")
     conn.commit()
-    row = conn.execute("SELECT ember.current_generation('t0000')").fetchone()
+    row = conn.execute("SELECT ember.current_generation('default', 't0000')").fetchone()
     assert row is not None
     generation = row[0]
     columns = (

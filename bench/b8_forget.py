@@ -37,15 +37,15 @@ REPEAT = 5
 TARGET_S = 2.0
 
 SETUP = """
-SELECT ember.create_thread('main', 'main');
-SELECT ember.ensure_steward_thread();
-SELECT ember.create_thread('o', 'side', 'other');
-SELECT ember.append_message('o', 'user', 'A statement in another thread that stays.');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.ensure_steward_thread('default');
+SELECT ember.create_thread('default', 'o', 'side', 'other');
+SELECT ember.append_message('default', 'o', 'user', 'A statement in another thread that stays.');
 """
 
 # A thread of n human statements, appended through the host API in batches of one statement.
 THREAD_ROWS = """
-SELECT count(ember.append_message(%(thread)s::text, 'user',
+SELECT count(ember.append_message('default', %(thread)s::text, 'user',
     format('Statement %%s of %%s: the user mentioned detail %%s about their plans.',
            i, %(thread)s::text, md5(i::text))))
 FROM generate_series(1, %(rows)s) AS i
@@ -96,13 +96,13 @@ def _steward_wakes(conn: psycopg.Connection[Any], thread: str, wakes: int) -> li
         read = ids[w * per : (w + 1) * per]
         run = conn.execute(
             """
-            WITH g AS (SELECT ember.start_generation('memory-steward') AS id),
+            WITH g AS (SELECT ember.start_generation('default', 'memory-steward') AS id),
             page AS (
                 SELECT string_agg(ember.render_row(m), E'\n' ORDER BY m.seq) AS text
                 FROM ember.messages AS m WHERE m.id = ANY(%(read)s)
             ),
             msg AS (
-                SELECT ember.append_steward_record('user',
+                SELECT ember.append_steward_record('default', 'user',
                     'Backlog to digest.' || E'\n\n' || page.text, 'system',
                     json_build_array(
                         json_build_object('type', 'text', 'text', 'Backlog to digest.'),
@@ -132,7 +132,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     and one search result quoting a tenth of its facts."""
     conn.execute(
         """
-        SELECT count(ember.append_steward_record('assistant', 'Writing facts.', 'agent',
+        SELECT count(ember.append_steward_record('default', 'assistant', 'Writing facts.', 'agent',
             (jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Writing facts.'))
              || b.calls)::json))
         FROM (
@@ -148,7 +148,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     )
     conn.execute(
         """
-        SELECT count(ember.append_steward_record('tool_result',
+        SELECT count(ember.append_steward_record('default', 'tool_result',
                                           'fact ' || f.id || ' written', 'system', NULL,
                                           'toolu_' || f.id, 'write_fact', 'ok'))
         FROM ember.facts AS f WHERE f.run_id = ANY(%(runs)s)
@@ -157,7 +157,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
     )
     conn.execute(
         """
-        SELECT count(ember.append_steward_record('tool_result', s.lines, 'system', NULL,
+        SELECT count(ember.append_steward_record('default', 'tool_result', s.lines, 'system', NULL,
                                           'toolu_s' || s.run_id, 'search_memory', 'ok'))
         FROM (
             SELECT f.run_id,
@@ -172,7 +172,7 @@ def _steward_calls(conn: psycopg.Connection[Any], runs: list[int]) -> None:
 
 
 def _populate(conn: psycopg.Connection[Any], thread: str) -> None:
-    conn.execute("SELECT ember.create_thread(%s, 'side')", (thread,))
+    conn.execute("SELECT ember.create_thread('default', %s, 'side')", (thread,))
     conn.execute(THREAD_ROWS, {"thread": thread, "rows": ROWS})
     runs = _steward_wakes(conn, thread, WAKES)
     conn.execute(

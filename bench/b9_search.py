@@ -110,7 +110,7 @@ def latency(sizes: list[int], searches: int, mcp_at: int) -> dict[str, Any]:
     with scratch_database("ember_bench_b9") as url, psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT ember.define_category('health')")
         conn.execute(
-            "SELECT ember.create_thread('reader', 'side', NULL, NULL, 'open', %s)",
+            "SELECT ember.create_thread('default', 'reader', 'side', NULL, NULL, 'open', %s)",
             (READER_MODEL,),
         )
         have = 0

@@ -27,3 +27,79 @@ COMMENT ON FUNCTION ember.tenants_hold_one() IS
 
 CREATE OR REPLACE TRIGGER tenants_hold_one BEFORE INSERT ON ember.tenants
 FOR EACH ROW EXECUTE FUNCTION ember.tenants_hold_one();
+
+-- A tenant named by a caller: NULL, a malformed name and an unknown one are refused by name
+-- (EM151), before anything is written. The hot path (append_message) does not ask: its thread
+-- lookup by (tenant, thread) finds nothing for an unknown tenant and says so (EM001).
+CREATE OR REPLACE FUNCTION ember.require_tenant(p_tenant text)
+RETURNS text
+LANGUAGE plpgsql STABLE
+AS $$
+BEGIN
+    IF p_tenant IS NULL OR NOT EXISTS (SELECT 1 FROM ember.tenants AS t WHERE t.id = p_tenant) THEN
+        RAISE EXCEPTION 'unknown tenant %', coalesce(to_json(p_tenant)::text, 'NULL')
+            USING ERRCODE = 'EM151', HINT = 'create it first with ember.create_tenant()';
+    END IF;
+    RETURN p_tenant;
+END;
+$$;
+
+-- A tenant, idempotently; what it did, as setup() says it: created, or already there. The name
+-- rule is the table's (tenants_id_shape): a letter or digit, then up to 127 of A-Za-z0-9._:@-.
+CREATE OR REPLACE FUNCTION ember.create_tenant(p_tenant text, p_now timestamptz DEFAULT clock_timestamp())
+RETURNS TABLE (tenant text, changed boolean, detail text)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    PERFORM ember.require_now(p_now);
+    IF p_tenant IS NULL OR p_tenant !~ '^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$' THEN
+        RAISE EXCEPTION 'tenant name % is not an identifier', coalesce(to_json(p_tenant)::text, 'NULL')
+            USING ERRCODE = 'EM151',
+                  HINT = 'a letter or digit, then up to 127 letters, digits, ".", "_", ":", "@" or "-"';
+    END IF;
+    tenant := p_tenant;
+    INSERT INTO ember.tenants (id, created_at) VALUES (p_tenant, p_now) ON CONFLICT (id) DO NOTHING;
+    changed := FOUND;
+    detail := CASE WHEN changed THEN format('tenant "%s" created', p_tenant)
+        ELSE format('tenant "%s" exists', p_tenant) END;
+    RETURN NEXT;
+END;
+$$;
+
+-- The one tenant the guard above allows. The functions that do not take the tenant yet pass it
+-- to those that do, so every call of this marks a caller still to be given the tenant.
+CREATE OR REPLACE FUNCTION ember.sole_tenant()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT t.id FROM ember.tenants AS t ORDER BY t.id LIMIT 1
+$$;
+
+-- The functions that took a thread before they took the tenant: their old forms are dropped
+-- here, before the files that define the new ones, so no call can reach a form that does not
+-- name the tenant. A name leaves this list only when no database can hold its old form. A
+-- function that views call is not dropped (the views would go with it) but given a one-tenant
+-- form instead, like ember.is_isolated(thread) (010_predicates.sql).
+DO $$
+DECLARE
+    v_fn regprocedure;
+BEGIN
+    FOR v_fn IN
+        SELECT p.oid::regprocedure
+        FROM pg_proc AS p
+        WHERE p.pronamespace = 'ember'::regnamespace
+            AND p.proname = ANY (ARRAY[
+                'lock_thread', 'thread_record_conflict', 'create_thread', 'open_generation',
+                'current_generation', 'start_generation', 'append_message', 'append_messages',
+                'set_thread_status', 'note_prefix', 'turn_started', 'turn_ended', 'waiting_for_user',
+                'task_ended', 'ensure_steward_thread', 'append_steward_record', 'set_thread_model',
+                'seal_thread', 'shadow_memory_changed', 'shadow_wake_if_ready',
+                'setup', 'latest_generation', 'message_source_threads', 'check_carrier_flow',
+                'carrier_flow_error', 'copy_messages'
+            ])
+            AND coalesce(p.proargnames[1], '') <> 'p_tenant'
+    LOOP
+        EXECUTE format('DROP ROUTINE %s', v_fn);
+    END LOOP;
+END;
+$$;

@@ -21,15 +21,14 @@ $$;
 -- Lock a thread row and return it; the lock serializes every write to one thread. With
 -- p_append (append_message, append_messages), an archived thread is refused: it takes no new
 -- messages. One call either way, so the hot path pays nothing for the check living here.
-DROP FUNCTION IF EXISTS ember.lock_thread(text);
-CREATE OR REPLACE FUNCTION ember.lock_thread(p_thread text, p_append boolean DEFAULT FALSE)
+CREATE OR REPLACE FUNCTION ember.lock_thread(p_tenant text, p_thread text, p_append boolean DEFAULT FALSE)
 RETURNS ember.threads
 LANGUAGE plpgsql
 AS $$
 DECLARE
     t ember.threads;
 BEGIN
-    SELECT * INTO t FROM ember.threads WHERE id = p_thread FOR UPDATE;
+    SELECT * INTO t FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
     END IF;
@@ -50,7 +49,7 @@ $$;
 -- more labels included: rows already stored carry the stored labels. The import refuses such a
 -- record by line; create_thread names it in EM013's detail.
 CREATE OR REPLACE FUNCTION ember.thread_record_conflict(
-    p_id text, p_kind text, p_category text, p_seal_tier text
+    p_tenant text, p_id text, p_kind text, p_category text, p_seal_tier text
 )
 RETURNS text
 LANGUAGE sql STABLE
@@ -68,10 +67,11 @@ AS $$
             THEN format('thread "%s" is main, which is never isolated', t.id)
     END
     FROM ember.threads AS t
-    WHERE t.id = p_id
+    WHERE t.tenant_id = p_tenant AND t.id = p_id
 $$;
 
 CREATE OR REPLACE FUNCTION ember.create_thread(
+    p_tenant text,
     p_id text,
     p_kind text,
     p_title text DEFAULT NULL,
@@ -85,6 +85,7 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM ember.require_now(p_now);
+    PERFORM ember.require_tenant(p_tenant);
     IF p_id IS NULL OR btrim(p_id) = '' THEN
         RAISE EXCEPTION 'a thread id must be a non-empty string' USING ERRCODE = 'EM012';
     END IF;
@@ -123,20 +124,21 @@ BEGIN
     IF p_model IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.models WHERE id = p_model) THEN
         RAISE EXCEPTION 'thread "%": unknown model "%"', p_id, p_model USING ERRCODE = 'EM009';
     END IF;
-    IF EXISTS (SELECT 1 FROM ember.threads WHERE id = p_id) THEN
+    IF EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_id) THEN
         RAISE EXCEPTION 'thread "%" already exists', p_id USING ERRCODE = 'EM013',
-            DETAIL = coalesce(ember.thread_record_conflict(p_id, p_kind, p_category, p_seal_tier),
+            DETAIL = coalesce(ember.thread_record_conflict(p_tenant, p_id, p_kind, p_category, p_seal_tier),
                               'the stored thread has the kind, category and seal asked for');
     END IF;
-    IF p_kind = 'main' AND EXISTS (SELECT 1 FROM ember.threads WHERE kind = 'main') THEN
+    IF p_kind = 'main' AND EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND kind = 'main') THEN
         RAISE EXCEPTION 'thread "%": a main thread already exists (%)', p_id,
-            (SELECT id FROM ember.threads WHERE kind = 'main')
+            (SELECT id FROM ember.threads WHERE tenant_id = p_tenant AND kind = 'main')
             USING ERRCODE = 'EM006';
     END IF;
 
-    INSERT INTO ember.threads (id, kind, title, category, seal_tier, model, created_at, status_changed_at)
-    VALUES (p_id, p_kind, p_title, p_category, p_seal_tier, p_model, p_now, p_now);
-    PERFORM ember.open_generation(p_id, p_now);
+    INSERT INTO ember.threads (
+        tenant_id, id, kind, title, category, seal_tier, model, created_at, status_changed_at
+    ) VALUES (p_tenant, p_id, p_kind, p_title, p_category, p_seal_tier, p_model, p_now, p_now);
+    PERFORM ember.open_generation(p_tenant, p_id, p_now);
     RETURN p_id;
 EXCEPTION
     WHEN unique_violation THEN
@@ -149,21 +151,21 @@ $$;
 -- Open the thread's next generation. The caller holds the thread's row lock (or has just created
 -- the thread) and has ended any open generation.
 CREATE OR REPLACE FUNCTION ember.open_generation(
-    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS uuid
 LANGUAGE sql
 AS $$
-    INSERT INTO ember.generations (thread_id, ordinal, started_at)
-    SELECT p_thread, coalesce(max(ordinal), 0) + 1, ember.require_now(p_now)
-    FROM ember.generations WHERE thread_id = p_thread
+    INSERT INTO ember.generations (tenant_id, thread_id, ordinal, started_at)
+    SELECT p_tenant, p_thread, coalesce(max(ordinal), 0) + 1, ember.require_now(p_now)
+    FROM ember.generations WHERE tenant_id = p_tenant AND thread_id = p_thread
     RETURNING id
 $$;
 
 -- The thread's open generation, opening one when there is none (after an ended thread resumed,
 -- or for a thread whose generation was closed by set_thread_status).
 CREATE OR REPLACE FUNCTION ember.current_generation(
-    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS uuid
 LANGUAGE plpgsql
@@ -171,16 +173,17 @@ AS $$
 DECLARE
     g uuid;
 BEGIN
-    SELECT id INTO g FROM ember.generations WHERE thread_id = p_thread AND ended_at IS NULL;
+    SELECT id INTO g FROM ember.generations
+    WHERE tenant_id = p_tenant AND thread_id = p_thread AND ended_at IS NULL;
     IF g IS NULL THEN
-        g := ember.open_generation(p_thread, p_now);
+        g := ember.open_generation(p_tenant, p_thread, p_now);
     END IF;
     RETURN g;
 END;
 $$;
 
 CREATE OR REPLACE FUNCTION ember.start_generation(
-    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS uuid
 LANGUAGE plpgsql
@@ -190,7 +193,7 @@ DECLARE
     g uuid;
 BEGIN
     PERFORM ember.require_now(p_now);
-    t := ember.lock_thread(p_thread);
+    t := ember.lock_thread(p_tenant, p_thread);
     IF t.status = 'archived' THEN
         RAISE EXCEPTION 'thread "%" is archived: it takes no new generation', p_thread
             USING ERRCODE = 'EM007';
@@ -198,17 +201,19 @@ BEGIN
     -- Time runs forward: a generation starting before the one it follows would make "when" on a
     -- rendered page a lie, and its predecessor would end before it began. Refused by name
     -- rather than clamped, since the caller's clock is what is wrong.
-    IF p_now < (SELECT max(g.started_at) FROM ember.generations AS g WHERE g.thread_id = p_thread) THEN
+    IF p_now < (SELECT max(g.started_at) FROM ember.generations AS g
+                WHERE g.tenant_id = p_tenant AND g.thread_id = p_thread) THEN
         RAISE EXCEPTION 'thread "%": a generation cannot start at %, before the previous one started (%)',
-            p_thread, p_now, (SELECT max(g.started_at) FROM ember.generations AS g WHERE g.thread_id = p_thread)
+            p_thread, p_now, (SELECT max(g.started_at) FROM ember.generations AS g
+                              WHERE g.tenant_id = p_tenant AND g.thread_id = p_thread)
             USING ERRCODE = 'EM019', HINT = 'pass a time at or after the previous generation''s start';
     END IF;
     UPDATE ember.generations SET ended_at = p_now
-    WHERE thread_id = p_thread AND ended_at IS NULL;
-    g := ember.open_generation(p_thread, p_now);
+    WHERE tenant_id = p_tenant AND thread_id = p_thread AND ended_at IS NULL;
+    g := ember.open_generation(p_tenant, p_thread, p_now);
     -- The offer and its NOTIFY become visible only when this transaction commits, so shadow never
     -- reads a generation whose end could still roll back.
-    PERFORM ember.shadow_memory_changed(p_thread, 'generation-ended', p_now);
+    PERFORM ember.shadow_memory_changed(p_tenant, p_thread, 'generation-ended', p_now);
     RETURN g;
 END;
 $$;
@@ -216,6 +221,7 @@ $$;
 -- Its length: each refusal is one IF with its SQLSTATE, then one locked insert. It is the host's
 -- hot path (B1): a helper for the checks would add a call to every append, for no shared rule.
 CREATE OR REPLACE FUNCTION ember.append_message(
+    p_tenant text,
     p_thread text,
     p_role text,
     p_content text,
@@ -273,7 +279,8 @@ BEGIN
         RAISE EXCEPTION 'thread "%": message content must not be null', p_thread
             USING ERRCODE = 'EM012';
     END IF;
-    IF p_from_thread IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from_thread) THEN
+    IF p_from_thread IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_from_thread) THEN
         RAISE EXCEPTION 'thread "%": unknown from_thread "%"', p_thread, p_from_thread
             USING ERRCODE = 'EM001';
     END IF;
@@ -282,20 +289,20 @@ BEGIN
     -- thread seq order is commit order, and a reader that saw seq n has seen every earlier row
     -- of the thread (invariant 8). Drawing seq in a trigger would keep the same guarantee only
     -- if every writer also took this lock, which is exactly what this function is for.
-    t := ember.lock_thread(p_thread, p_append => true);
+    t := ember.lock_thread(p_tenant, p_thread, p_append => true);
 
     -- The one sanctioned insert: messages_arrival_guard (991_input_guards.sql) refuses others. A
     -- row of the thread's own stamps its generation's labels here ('labelled'), which spares the
     -- row trigger's call; a row from another thread is stamped by the trigger, which widens the
     -- generation first (020_labels.sql).
-    v_generation := ember.current_generation(p_thread, p_now);
+    v_generation := ember.current_generation(p_tenant, p_thread, p_now);
     IF p_from_thread IS NULL OR p_from_thread = p_thread THEN
         PERFORM set_config('ember.inserting_message', 'labelled', true);
         INSERT INTO ember.messages (
-            seq, thread_id, generation_id, role, author, content, blocks,
+            tenant_id, seq, thread_id, generation_id, role, author, content, blocks,
             tool_call_id, tool_name, tool_status, from_thread, categories, created_at
         ) VALUES (
-            nextval('ember.message_seq'), p_thread, v_generation,
+            p_tenant, nextval('ember.message_seq'), p_thread, v_generation,
             p_role, v_author, p_content, p_blocks,
             p_tool_call_id, p_tool_name, p_tool_status, p_from_thread,
             ember.generation_labels(v_generation), p_now
@@ -304,10 +311,10 @@ BEGIN
     ELSE
         PERFORM set_config('ember.inserting_message', 'on', true);
         INSERT INTO ember.messages (
-            seq, thread_id, generation_id, role, author, content, blocks,
+            tenant_id, seq, thread_id, generation_id, role, author, content, blocks,
             tool_call_id, tool_name, tool_status, from_thread, created_at
         ) VALUES (
-            nextval('ember.message_seq'), p_thread, v_generation,
+            p_tenant, nextval('ember.message_seq'), p_thread, v_generation,
             p_role, v_author, p_content, p_blocks,
             p_tool_call_id, p_tool_name, p_tool_status, p_from_thread, p_now
         )
@@ -319,7 +326,7 @@ END;
 $$;
 
 CREATE OR REPLACE FUNCTION ember.set_thread_status(
-    p_thread text, p_status text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_status text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS void
 LANGUAGE plpgsql
@@ -332,12 +339,13 @@ BEGIN
         RAISE EXCEPTION 'thread "%": unknown status "%"', p_thread, p_status
             USING ERRCODE = 'EM005', HINT = 'statuses: active, ended, archived';
     END IF;
-    t := ember.lock_thread(p_thread);
+    t := ember.lock_thread(p_tenant, p_thread);
     IF t.status = p_status THEN
         RETURN;
     END IF;
-    UPDATE ember.threads SET status = p_status, status_changed_at = p_now WHERE id = p_thread;
-    PERFORM ember.shadow_memory_changed(p_thread, 'thread-' || p_status, p_now);
+    UPDATE ember.threads SET status = p_status, status_changed_at = p_now
+    WHERE tenant_id = p_tenant AND id = p_thread;
+    PERFORM ember.shadow_memory_changed(p_tenant, p_thread, 'thread-' || p_status, p_now);
 END;
 $$;
 
@@ -356,6 +364,7 @@ $$;
 -- tool schemas too, so it overstates the prompt somewhat; it is compared with the model's minimum
 -- cacheable length only to rule out prefixes that clearly are too short to be cached.
 CREATE OR REPLACE FUNCTION ember.note_prefix(
+    p_tenant text,
     p_thread text,
     p_request text,
     p_response text,
@@ -369,8 +378,8 @@ DECLARE
     v_request json;
 BEGIN
     PERFORM ember.require_now(p_now);
-    PERFORM ember.lock_thread(p_thread);
-    IF ember.shadow_excluded(p_thread) THEN
+    PERFORM ember.lock_thread(p_tenant, p_thread);
+    IF ember.shadow_excluded(p_tenant, p_thread) THEN
         RETURN false;
     END IF;
     IF p_request IS NULL OR p_response IS NULL OR p_request_started_at IS NULL THEN
@@ -392,11 +401,12 @@ BEGIN
     END IF;
 
     INSERT INTO ember.shadow_prefixes AS p (
-        thread_id, generation_id, request, response, model, request_started_at,
+        tenant_id, thread_id, generation_id, request, response, model, request_started_at,
         has_shadow_tool, estimated_tokens, noted_at
     ) VALUES (
+        p_tenant,
         p_thread,
-        ember.current_generation(p_thread, p_now),
+        ember.current_generation(p_tenant, p_thread, p_now),
         p_request,
         p_response,
         v_request ->> 'model',
@@ -418,26 +428,28 @@ BEGIN
         estimated_tokens = excluded.estimated_tokens,
         noted_at = excluded.noted_at;
 
-    INSERT INTO ember.shadow_thread_state AS s (thread_id, last_activity_at)
-    VALUES (p_thread, p_now)
+    INSERT INTO ember.shadow_thread_state AS s (tenant_id, thread_id, last_activity_at)
+    VALUES (p_tenant, p_thread, p_now)
     ON CONFLICT (tenant_id, thread_id) DO UPDATE SET last_activity_at = greatest(s.last_activity_at, p_now);
     RETURN true;
 END;
 $$;
 
 -- A turn began: until it ends, offers wait for the boundary (unless the turn blocks on the user).
-CREATE OR REPLACE FUNCTION ember.turn_started(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+CREATE OR REPLACE FUNCTION ember.turn_started(
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM ember.require_now(p_now);
-    PERFORM ember.lock_thread(p_thread);
-    IF ember.shadow_excluded(p_thread) THEN
+    PERFORM ember.lock_thread(p_tenant, p_thread);
+    IF ember.shadow_excluded(p_tenant, p_thread) THEN
         RETURN;
     END IF;
-    INSERT INTO ember.shadow_thread_state AS s (thread_id, turn_running, waiting_user, last_activity_at)
-    VALUES (p_thread, true, false, p_now)
+    INSERT INTO ember.shadow_thread_state AS s (tenant_id, thread_id, turn_running, waiting_user, last_activity_at)
+    VALUES (p_tenant, p_thread, true, false, p_now)
     ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
         turn_running = true,
         waiting_user = false,
@@ -448,7 +460,7 @@ $$;
 -- A turn ended: normally (turn-boundary, which only drains) or with a failure (turn-failed, an
 -- offer of its own: a failed turn may have left a half-done state worth recording).
 CREATE OR REPLACE FUNCTION ember.turn_ended(
-    p_thread text, p_ok boolean, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_ok boolean, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS text
 LANGUAGE plpgsql
@@ -460,26 +472,30 @@ BEGIN
             USING ERRCODE = 'EM012';
     END IF;
     RETURN ember.shadow_memory_changed(
-        p_thread, CASE WHEN p_ok THEN 'turn-boundary' ELSE 'turn-failed' END, p_now
+        p_tenant, p_thread, CASE WHEN p_ok THEN 'turn-boundary' ELSE 'turn-failed' END, p_now
     );
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.waiting_for_user(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+CREATE OR REPLACE FUNCTION ember.waiting_for_user(
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    RETURN ember.shadow_memory_changed(p_thread, 'waiting-user', p_now);
+    RETURN ember.shadow_memory_changed(p_tenant, p_thread, 'waiting-user', p_now);
 END;
 $$;
 
 -- A task's result reached the thread that dispatched it; the offer is on the task thread itself.
-CREATE OR REPLACE FUNCTION ember.task_ended(p_thread text, p_now timestamptz DEFAULT clock_timestamp())
+CREATE OR REPLACE FUNCTION ember.task_ended(
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    RETURN ember.shadow_memory_changed(p_thread, 'task-ended', p_now);
+    RETURN ember.shadow_memory_changed(p_tenant, p_thread, 'task-ended', p_now);
 END;
 $$;

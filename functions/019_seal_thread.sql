@@ -6,7 +6,7 @@
 --
 -- Main and the steward's record are refused: both gather content from every other thread, and
 -- sealing them would silently take every thread's memory out of the pipelines.
-CREATE OR REPLACE FUNCTION ember.seal_thread(p_thread text)
+CREATE OR REPLACE FUNCTION ember.seal_thread(p_tenant text, p_thread text)
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, ember, pg_temp
@@ -14,7 +14,7 @@ AS $$
 DECLARE
     t ember.threads;
 BEGIN
-    t := ember.lock_thread(p_thread);
+    t := ember.lock_thread(p_tenant, p_thread);
     IF t.kind IN ('main', 'steward') THEN
         RAISE EXCEPTION 'thread "%" is %: it cannot be sealed', p_thread, t.kind
             USING ERRCODE = 'EM011', HINT = 'seal side and task threads';
@@ -22,7 +22,7 @@ BEGIN
     IF t.seal_tier = 'isolated' THEN
         RETURN false;
     END IF;
-    UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = p_thread;
+    UPDATE ember.threads SET seal_tier = 'isolated' WHERE tenant_id = p_tenant AND id = p_thread;
     RETURN true;
 END;
 $$;

@@ -18,12 +18,12 @@ $$;
 
 -- The thread's open generation, else its latest one; NULL for an unknown thread. Unlike
 -- ember.current_generation it never opens a generation: reading labels writes nothing.
-CREATE OR REPLACE FUNCTION ember.latest_generation(p_thread text)
+CREATE OR REPLACE FUNCTION ember.latest_generation(p_tenant text, p_thread text)
 RETURNS uuid
 LANGUAGE sql STABLE
 AS $$
     SELECT g.id FROM ember.generations AS g
-    WHERE g.thread_id = p_thread
+    WHERE g.tenant_id = p_tenant AND g.thread_id = p_thread
     ORDER BY g.ended_at IS NULL DESC, g.ordinal DESC
     LIMIT 1
 $$;
@@ -83,7 +83,10 @@ AS $$
 BEGIN
     IF tg_op = 'INSERT' THEN
         new.labels := ember.label_set(
-            coalesce(new.labels, '{}') || (SELECT t.category FROM ember.threads AS t WHERE t.id = new.thread_id)
+            coalesce(new.labels, '{}') || (
+                SELECT t.category FROM ember.threads AS t
+                WHERE t.tenant_id = new.tenant_id AND t.id = new.thread_id
+            )
         );
         RETURN new;
     END IF;
@@ -132,22 +135,32 @@ $$;
 -- The labels a call from this thread carries now: those of its latest generation, i.e. its own
 -- category plus everything that generation has received. A plain user message in main adds
 -- nothing, a progress row from a category thread adds that category.
-CREATE OR REPLACE FUNCTION ember.thread_call_labels(p_thread text)
+CREATE OR REPLACE FUNCTION ember.thread_call_labels(p_tenant text, p_thread text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
     v_generation uuid;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_thread) THEN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
     END IF;
-    v_generation := ember.latest_generation(p_thread);
+    v_generation := ember.latest_generation(p_tenant, p_thread);
     IF v_generation IS NULL THEN
-        RETURN ember.label_set(ARRAY(SELECT category FROM ember.threads WHERE id = p_thread));
+        RETURN ember.label_set(ARRAY(
+            SELECT category FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread
+        ));
     END IF;
     RETURN ember.generation_labels(v_generation);
 END;
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
+CREATE OR REPLACE FUNCTION ember.thread_call_labels(p_thread text)
+RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.thread_call_labels(ember.sole_tenant(), p_thread)
 $$;
 
 -- Record that a generation received content from the given threads (the audit trail). Idempotent: the first arrival of
@@ -163,9 +176,9 @@ RETURNS void
 LANGUAGE sql
 AS $$
     INSERT INTO ember.generation_sources (
-        thread_id, generation_id, source_thread, via, message_id, source_generation
+        tenant_id, thread_id, generation_id, source_thread, via, message_id, source_generation
     )
-    SELECT g.thread_id, g.id, src, p_via, p_message, p_source_generation
+    SELECT g.tenant_id, g.thread_id, g.id, src, p_via, p_message, p_source_generation
     FROM ember.generations AS g
     CROSS JOIN unnest(p_sources) AS src
     WHERE g.id = p_generation AND src IS NOT NULL AND src <> g.thread_id
@@ -183,11 +196,12 @@ RETURNS text[]
 LANGUAGE plpgsql
 AS $$
 DECLARE
+    v_tenant text;
     v_thread text;
     v_unknown uuid[];
     v_read uuid;
 BEGIN
-    SELECT g.thread_id INTO v_thread FROM ember.generations AS g WHERE g.id = p_generation;
+    SELECT g.tenant_id, g.thread_id INTO v_tenant, v_thread FROM ember.generations AS g WHERE g.id = p_generation;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown generation "%"', p_generation USING ERRCODE = 'EM020';
     END IF;
@@ -197,7 +211,7 @@ BEGIN
     END IF;
     v_unknown := ARRAY(
         SELECT r FROM unnest(p_read_generations) AS r
-        WHERE r IS NULL OR NOT EXISTS (SELECT 1 FROM ember.generations WHERE id = r)
+        WHERE r IS NULL OR NOT EXISTS (SELECT 1 FROM ember.generations WHERE tenant_id = v_tenant AND id = r)
     );
     IF cardinality(v_unknown) > 0 THEN
         RAISE EXCEPTION 'generation "%": unknown generations read: %', p_generation, v_unknown
@@ -205,14 +219,15 @@ BEGIN
     END IF;
     -- Serialize with appends to the reader (append_message locks the same row), so that a row
     -- appended after this report commits is stamped with what it adds.
-    PERFORM ember.lock_thread(v_thread);
+    PERFORM ember.lock_thread(v_tenant, v_thread);
     FOREACH v_read IN ARRAY p_read_generations LOOP
         PERFORM ember.add_generation_sources(
             p_generation, ember.generation_content_threads(v_read), 'read', NULL, v_read
         );
     END LOOP;
     RETURN ember.widen_generation_labels(p_generation, ARRAY(
-        SELECT unnest(g.labels) FROM ember.generations AS g WHERE g.id = ANY(p_read_generations)
+        SELECT unnest(g.labels) FROM ember.generations AS g
+        WHERE g.tenant_id = v_tenant AND g.id = ANY(p_read_generations)
     ));
 END;
 $$;
@@ -257,7 +272,7 @@ BEGIN
     -- copied, forwarded or read under the old labels; restamping every row and generation that
     -- ever saw it is not something a trigger can do honestly. So a category is decided up front.
     IF old.category IS NULL AND new.category IS NOT NULL
-       AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.thread_id = old.id) THEN
+       AND EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.tenant_id = old.tenant_id AND m.thread_id = old.id) THEN
         RAISE EXCEPTION 'thread "%" already has rows: it cannot be categorised "%" afterwards',
             old.id, new.category
             USING ERRCODE = 'EM021',
@@ -265,7 +280,7 @@ BEGIN
     END IF;
     IF old.category IS NULL AND new.category IS NOT NULL THEN
         UPDATE ember.generations SET labels = ember.label_set(labels || new.category)
-        WHERE thread_id = old.id;
+        WHERE tenant_id = old.tenant_id AND thread_id = old.id;
     END IF;
     RETURN new;
 END;
@@ -277,13 +292,13 @@ FOR EACH ROW EXECUTE FUNCTION ember.threads_category_fixed();
 
 -- What a row with from_thread brings: the sending thread's latest generation's content threads,
 -- recorded as sources (the audit trail; the labels travel through the stored sets).
-CREATE OR REPLACE FUNCTION ember.message_source_threads(p_from text)
+CREATE OR REPLACE FUNCTION ember.message_source_threads(p_tenant text, p_from text)
 RETURNS text[]
 LANGUAGE sql STABLE
 AS $$
     SELECT CASE
-        WHEN ember.latest_generation(p_from) IS NULL THEN ARRAY[p_from]
-        ELSE ember.generation_content_threads(ember.latest_generation(p_from))
+        WHEN ember.latest_generation(p_tenant, p_from) IS NULL THEN ARRAY[p_from]
+        ELSE ember.generation_content_threads(ember.latest_generation(p_tenant, p_from))
     END
 $$;
 
@@ -299,7 +314,7 @@ AS $$
 BEGIN
     IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
         new.categories := ember.widen_generation_labels(
-            new.generation_id, ember.thread_call_labels(new.from_thread)
+            new.generation_id, ember.thread_call_labels(new.tenant_id, new.from_thread)
         );
     ELSE
         new.categories := ember.generation_labels(new.generation_id);
@@ -329,7 +344,7 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     PERFORM ember.add_generation_sources(
-        new.generation_id, ember.message_source_threads(new.from_thread), 'message', new.id
+        new.generation_id, ember.message_source_threads(new.tenant_id, new.from_thread), 'message', new.id
     );
     RETURN NULL;
 END;

@@ -29,7 +29,7 @@ BEGIN
         v_unknown := ARRAY(
             SELECT DISTINCT l
             FROM ember.threads AS t
-            CROSS JOIN LATERAL unnest(ember.thread_call_labels(t.id)) AS l
+            CROSS JOIN LATERAL unnest(ember.thread_call_labels(t.tenant_id, t.id)) AS l
             WHERE t.model = new.id AND NOT l = ANY(new.tags)
             UNION
             SELECT l
@@ -161,7 +161,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
     END IF;
-    v_labels := ember.thread_call_labels(p_thread);
+    v_labels := ember.thread_call_labels(ember.sole_tenant(), p_thread);
     SELECT m.tags, m.tier INTO v_tags, v_tier FROM ember.models AS m WHERE m.id = t.model;
     v_missing := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(coalesce(v_tags, '{}')));
     IF cardinality(v_missing) > 0 THEN

@@ -10,7 +10,7 @@
 -- with what it receives, and what leaves it again is held to this same rule. The seeds checked
 -- only what left a carrier; since every generation now carries what it received, a side thread
 -- that got main's labels is held to them too.
-CREATE OR REPLACE FUNCTION ember.check_carrier_flow(p_from text, p_to text)
+CREATE OR REPLACE FUNCTION ember.check_carrier_flow(p_tenant text, p_from text, p_to text)
 RETURNS text[]
 LANGUAGE plpgsql STABLE
 AS $$
@@ -20,20 +20,20 @@ DECLARE
     v_tags text[];
     v_missing text[];
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_from) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
     END IF;
     SELECT t.model, coalesce(m.tags, '{}') INTO v_model, v_tags
     FROM ember.threads AS t LEFT JOIN ember.models AS m ON m.id = t.model
-    WHERE t.id = p_to;
+    WHERE t.tenant_id = p_tenant AND t.id = p_to;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_to USING ERRCODE = 'EM001';
     END IF;
     IF p_from = p_to THEN
         RETURN '{}';
     END IF;
-    v_labels := ember.thread_call_labels(p_from);
-    IF ember.is_label_carrier(p_to) AND NOT ember.is_label_carrier(p_from) THEN
+    v_labels := ember.thread_call_labels(p_tenant, p_from);
+    IF ember.is_label_carrier(p_tenant, p_to) AND NOT ember.is_label_carrier(p_tenant, p_from) THEN
         RETURN v_labels;
     END IF;
     v_missing := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(v_tags));
@@ -63,19 +63,19 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     IF new.from_thread IS NOT NULL AND new.from_thread <> new.thread_id THEN
-        IF ember.is_steward_thread(new.from_thread) THEN
+        IF ember.is_steward_thread(new.tenant_id, new.from_thread) THEN
             RAISE EXCEPTION 'thread "%": a row from "%" refused: the memory steward''s record is never the source of another thread''s row or event',
                 new.thread_id, new.from_thread
                 USING ERRCODE = 'EM027',
                       HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
         END IF;
-        IF ember.is_isolated(new.from_thread) AND NOT ember.is_isolated(new.thread_id) THEN
+        IF ember.is_isolated(new.tenant_id, new.from_thread) AND NOT ember.is_isolated(new.tenant_id, new.thread_id) THEN
             RAISE EXCEPTION 'thread "%": a row from isolated thread "%" goes only to an isolated thread',
                 new.thread_id, new.from_thread
                 USING ERRCODE = 'EM028',
                       HINT = 'nothing automated reads an isolated thread, so nothing of it is forwarded';
         END IF;
-        PERFORM ember.check_carrier_flow(new.from_thread, new.thread_id);
+        PERFORM ember.check_carrier_flow(new.tenant_id, new.from_thread, new.thread_id);
     END IF;
     RETURN new;
 END;
@@ -106,7 +106,7 @@ EXECUTE FUNCTION ember.messages_carrier_flow();
 -- Its length: the refusals in the order stated above, each an IF with its SQLSTATE, then the lock,
 -- the widening and the copy loop; split, the order of the checks would no longer read in one place.
 CREATE OR REPLACE FUNCTION ember.copy_messages(
-    p_from text, p_ids bigint[], p_to text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_from text, p_ids bigint[], p_to text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS bigint[]
 LANGUAGE plpgsql
@@ -122,10 +122,10 @@ DECLARE
     v_id bigint;
 BEGIN
     PERFORM ember.require_now(p_now);
-    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_from) THEN
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_from) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_from USING ERRCODE = 'EM001';
     END IF;
-    SELECT * INTO v_to FROM ember.threads WHERE id = p_to;
+    SELECT * INTO v_to FROM ember.threads WHERE tenant_id = p_tenant AND id = p_to;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown thread "%"', p_to USING ERRCODE = 'EM001';
     END IF;
@@ -136,7 +136,9 @@ BEGIN
     v_missing := ARRAY(
         SELECT DISTINCT i FROM unnest(p_ids) AS i
         WHERE i IS NULL
-           OR NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = i AND m.thread_id = p_from)
+           OR NOT EXISTS (
+               SELECT 1 FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = i AND m.thread_id = p_from
+           )
         ORDER BY i
     );
     IF cardinality(v_missing) > 0 THEN
@@ -146,21 +148,21 @@ BEGIN
     IF cardinality(p_ids) = 0 THEN
         RETURN '{}';  -- nothing copied: nothing to record as a carrier's source either
     END IF;
-    IF ember.is_steward_thread(p_from) OR ember.is_steward_thread(p_to) THEN
+    IF ember.is_steward_thread(p_tenant, p_from) OR ember.is_steward_thread(p_tenant, p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": the memory steward''s record is never copied, forked or quoted',
             p_from, p_to
             USING ERRCODE = 'EM027',
                   HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
     END IF;
-    IF ember.is_isolated(p_from) AND NOT ember.is_isolated(p_to) THEN
+    IF ember.is_isolated(p_tenant, p_from) AND NOT ember.is_isolated(p_tenant, p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": rows of an isolated thread go only to an isolated thread',
             p_from, p_to
             USING ERRCODE = 'EM028';
     END IF;
-    IF ember.is_label_carrier(p_from) THEN
+    IF ember.is_label_carrier(p_tenant, p_from) THEN
         v_labelled := ARRAY(
             SELECT m.id FROM ember.messages AS m
-            WHERE m.id = ANY(p_ids) AND m.categories <> '{}'
+            WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids) AND m.categories <> '{}'
             ORDER BY m.id
         );
         IF cardinality(v_labelled) > 0 THEN
@@ -171,9 +173,9 @@ BEGIN
         END IF;
     END IF;
     v_labels := ember.label_set(ARRAY(
-        SELECT unnest(m.categories) FROM ember.messages AS m WHERE m.id = ANY(p_ids)
+        SELECT unnest(m.categories) FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids)
     ));
-    IF NOT ember.is_label_carrier(p_to) THEN
+    IF NOT ember.is_label_carrier(p_tenant, p_to) THEN
         v_lost := ARRAY(SELECT l FROM unnest(v_labels) AS l WHERE l IS DISTINCT FROM v_to.category);
         IF cardinality(v_lost) > 0 THEN
             RAISE EXCEPTION 'carrier_label_flow: rows copied from "%" carry %, but rows of "%" carry only %',
@@ -183,19 +185,20 @@ BEGIN
         END IF;
     END IF;
     -- Lock before widening so the rows appended below are stamped with the new labels.
-    PERFORM ember.lock_thread(p_to);
-    PERFORM ember.add_generation_sources(ember.current_generation(p_to, p_now), ARRAY[p_from], 'copy');
-    PERFORM ember.widen_generation_labels(ember.current_generation(p_to, p_now), v_labels);
+    PERFORM ember.lock_thread(p_tenant, p_to);
+    PERFORM ember.add_generation_sources(ember.current_generation(p_tenant, p_to, p_now), ARRAY[p_from], 'copy');
+    PERFORM ember.widen_generation_labels(ember.current_generation(p_tenant, p_to, p_now), v_labels);
 
     FOR r IN
-        SELECT * FROM ember.messages AS m WHERE m.id = ANY(p_ids) ORDER BY m.seq
+        SELECT * FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids) ORDER BY m.seq
     LOOP
         v_id := ember.append_message(
-            p_to, r.role, r.content, r.author, r.blocks, r.tool_call_id, r.tool_name,
+            p_tenant, p_to, r.role, r.content, r.author, r.blocks, r.tool_call_id, r.tool_name,
             r.tool_status, r.from_thread, p_now
         );
         -- Lineage: evidence checks follow it back to the original's thread.
-        UPDATE ember.messages SET copied_from = coalesce(r.copied_from, r.id) WHERE id = v_id;
+        UPDATE ember.messages SET copied_from = coalesce(r.copied_from, r.id)
+        WHERE tenant_id = p_tenant AND id = v_id;
         v_new := v_new || v_id;
     END LOOP;
     RETURN v_new;

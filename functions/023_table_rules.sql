@@ -108,7 +108,7 @@ DECLARE
     v_labels text[];
     v_missing text[];
 BEGIN
-    v_labels := ember.thread_call_labels(new.id);
+    v_labels := ember.thread_call_labels(new.tenant_id, new.id);
     v_missing := ARRAY(
         SELECT l FROM unnest(v_labels) AS l
         WHERE NOT l = ANY(coalesce((SELECT m.tags FROM ember.models AS m WHERE m.id = new.model), '{}'))

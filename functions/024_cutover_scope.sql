@@ -33,7 +33,7 @@ DECLARE
     v_id bigint;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM ember.cutovers WHERE rolled_back_at IS NULL)
-       OR ember.shadow_excluded(p_thread) THEN
+       OR ember.shadow_excluded(ember.sole_tenant(), p_thread) THEN
         RETURN NULL;
     END IF;
     SELECT c.id INTO v_id

@@ -114,7 +114,7 @@ BEGIN
         RETURN format('"%s" is a label carrier''s record: hidden from every automated viewer but '
             'the memory steward', p_thread);
     END IF;
-    v_labels := ember.thread_call_labels(p_thread);
+    v_labels := ember.thread_call_labels(ember.sole_tenant(), p_thread);
     v_missing := ARRAY(
         SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(ember.viewer_tags(p_viewer))
     );
@@ -203,7 +203,7 @@ BEGIN
     PERFORM ember.check_viewer(p_viewer);
     RETURN QUERY
     SELECT t.id, t.kind, t.title, t.category, t.seal_tier, t.status, t.model,
-        ember.thread_call_labels(t.id), t.created_at
+        ember.thread_call_labels(t.tenant_id, t.id), t.created_at
     FROM ember.threads AS t
     WHERE NOT ember.is_steward_thread(t.id)
       AND ember.hidden_reason_unchecked(p_viewer, t.id) IS NULL
@@ -269,7 +269,7 @@ BEGIN
                 USING ERRCODE = 'EM028';
         END IF;
         PERFORM ember.report_read_generations(
-            ember.current_generation(p_viewer),
+            ember.current_generation(ember.sole_tenant(), p_viewer),
             ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids))
         );
     END IF;
@@ -442,7 +442,7 @@ pending AS (
 SELECT
     p.thread_id,
     count(DISTINCT p.id)::integer AS waiting_rows,
-    ember.label_set(array_agg(c.label) || ember.thread_call_labels(p.thread_id)) AS labels,
+    ember.label_set(array_agg(c.label) || ember.thread_call_labels(ember.sole_tenant(), p.thread_id)) AS labels,
     coalesce(
         p.hidden,
         format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(v.model, 'none'))

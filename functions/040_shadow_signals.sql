@@ -9,13 +9,24 @@
 -- Threads shadow never looks at: main (the front desk; its reading moves to progress reports),
 -- the steward's own record, and isolated threads. The rules themselves are decided by the
 -- predicates of 010_predicates.sql; this only names their combination for the shadow files.
+CREATE OR REPLACE FUNCTION ember.shadow_excluded(p_tenant text, p_thread text)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT coalesce(
+        (SELECT t.kind = 'main' FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.id = p_thread),
+        true
+    )
+        OR ember.is_steward_thread(p_tenant, p_thread)
+        OR ember.is_isolated(p_tenant, p_thread)
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
 CREATE OR REPLACE FUNCTION ember.shadow_excluded(p_thread text)
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
-    SELECT coalesce((SELECT t.kind = 'main' FROM ember.threads AS t WHERE t.id = p_thread), true)
-        OR ember.is_steward_thread(p_thread)
-        OR ember.is_isolated(p_thread)
+    SELECT ember.shadow_excluded(ember.sole_tenant(), p_thread)
 $$;
 
 -- The reasons of seed section 4 (with the seed's waiting-max named waiting-user), plus one
@@ -34,7 +45,7 @@ $$;
 -- when the thread now has claimable work. A notification is delivered only at commit, so a
 -- listener never wakes for a signal it cannot see yet.
 CREATE OR REPLACE FUNCTION ember.shadow_wake_if_ready(
-    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS boolean
 LANGUAGE plpgsql
@@ -58,7 +69,7 @@ $$;
 -- appends before it and with a claim that consumes it: a claim either sees the signal and the rows
 -- it is about, or leaves the signal pending.
 CREATE OR REPLACE FUNCTION ember.shadow_memory_changed(
-    p_thread text, p_reason text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_reason text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS text
 LANGUAGE plpgsql
@@ -75,8 +86,8 @@ BEGIN
                   HINT = 'reasons: idle-or-ended, turn-boundary, turn-failed, waiting-user, task-ended, '
                       || 'generation-ended, thread-<status>';
     END IF;
-    PERFORM ember.lock_thread(p_thread);
-    IF ember.shadow_excluded(p_thread) THEN
+    PERFORM ember.lock_thread(p_tenant, p_thread);
+    IF ember.shadow_excluded(p_tenant, p_thread) THEN
         RETURN 'ignored';
     END IF;
 
@@ -86,10 +97,10 @@ BEGIN
     -- time is counted from the thread's own last row (tick and shadow_ready take the later of
     -- the two), not from the moment tick happened to look. An imported history whose last row is
     -- old is idle at once, instead of waiting idle_before_digest of wall-clock time.
-    INSERT INTO ember.shadow_thread_state AS s (thread_id, turn_running, waiting_user, last_activity_at)
-    VALUES (p_thread, false, p_reason = 'waiting-user', CASE
+    INSERT INTO ember.shadow_thread_state AS s (tenant_id, thread_id, turn_running, waiting_user, last_activity_at)
+    VALUES (p_tenant, p_thread, false, p_reason = 'waiting-user', CASE
         WHEN p_reason IN ('turn-boundary', 'turn-failed', 'waiting-user', 'task-ended') THEN p_now
-        ELSE (SELECT t.created_at FROM ember.threads AS t WHERE t.id = p_thread)
+        ELSE (SELECT t.created_at FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.id = p_thread)
     END)
     ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
         turn_running = CASE WHEN p_reason IN ('turn-boundary', 'turn-failed') THEN false
@@ -105,12 +116,13 @@ BEGIN
     v_busy := st.turn_running AND NOT st.waiting_user;
 
     IF p_reason IN ('turn-boundary', 'turn-failed') THEN
-        UPDATE ember.shadow_signals SET deferred = false WHERE thread_id = p_thread AND deferred;
+        UPDATE ember.shadow_signals SET deferred = false
+        WHERE tenant_id = p_tenant AND thread_id = p_thread AND deferred;
         GET DIAGNOSTICS v_drained = ROW_COUNT;
         IF p_reason = 'turn-boundary' THEN
             -- A normal turn end is not itself a reason to read the thread (seed section 4: it only
             -- drains what queued while the turn ran); idleness will bring it to tick later.
-            PERFORM ember.shadow_wake_if_ready(p_thread, p_now);
+            PERFORM ember.shadow_wake_if_ready(p_tenant, p_thread, p_now);
             RETURN CASE WHEN v_drained > 0 THEN 'drained' ELSE 'none' END;
         END IF;
     END IF;
@@ -119,15 +131,15 @@ BEGIN
     -- hot as it will ever be. Repeating an offer that already stands adds nothing.
     IF NOT EXISTS (
         SELECT 1 FROM ember.shadow_signals
-        WHERE thread_id = p_thread AND reason = p_reason AND deferred = (v_busy AND p_reason <> 'waiting-user')
+        WHERE tenant_id = p_tenant AND thread_id = p_thread AND reason = p_reason AND deferred = (v_busy AND p_reason <> 'waiting-user')
     ) THEN
-        INSERT INTO ember.shadow_signals (thread_id, reason, deferred, created_at)
-        VALUES (p_thread, p_reason, v_busy AND p_reason <> 'waiting-user', p_now);
+        INSERT INTO ember.shadow_signals (tenant_id, thread_id, reason, deferred, created_at)
+        VALUES (p_tenant, p_thread, p_reason, v_busy AND p_reason <> 'waiting-user', p_now);
     END IF;
     IF v_busy AND p_reason <> 'waiting-user' THEN
         RETURN 'deferred';
     END IF;
-    PERFORM ember.shadow_wake_if_ready(p_thread, p_now);
+    PERFORM ember.shadow_wake_if_ready(p_tenant, p_thread, p_now);
     RETURN 'pending';
 END;
 $$;

@@ -40,7 +40,7 @@ BEGIN
                 WHERE m.thread_id = t.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
             ) AS digested
         FROM ember.threads AS t
-        WHERE NOT ember.shadow_excluded(t.id)
+        WHERE NOT ember.shadow_excluded(t.tenant_id, t.id)
             AND NOT EXISTS (SELECT 1 FROM ember.shadow_cursors AS c WHERE c.thread_id = t.id)
     ),
 
@@ -85,18 +85,19 @@ $$;
 -- greater of the cursor's baseline (0 without a cursor: a generation begun after activation reads
 -- from its own start) and the furthest completed run of that generation. Failed, cancelled and
 -- abandoned runs do not move it: their rows are read again.
-CREATE OR REPLACE FUNCTION ember.shadow_read_position(p_thread text, p_generation uuid)
+CREATE OR REPLACE FUNCTION ember.shadow_read_position(p_tenant text, p_thread text, p_generation uuid)
 RETURNS bigint
 LANGUAGE sql STABLE
 AS $$
     SELECT greatest(
         coalesce((
             SELECT c.baseline_seq FROM ember.shadow_cursors AS c
-            WHERE c.thread_id = p_thread AND c.generation_id = p_generation
+            WHERE c.tenant_id = p_tenant AND c.thread_id = p_thread AND c.generation_id = p_generation
         ), 0),
         coalesce((
             SELECT max(r.through_seq) FROM ember.shadow_runs AS r
-            WHERE r.thread_id = p_thread AND r.generation_id = p_generation AND r.status = 'completed'
+            WHERE r.tenant_id = p_tenant AND r.thread_id = p_thread AND r.generation_id = p_generation
+                AND r.status = 'completed'
         ), 0)
     )
 $$;

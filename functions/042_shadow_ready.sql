@@ -101,7 +101,7 @@ BEGIN
         CASE
             WHEN o.signalled_at IS NULL THEN 'no standing offer'
             WHEN NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN 'shadow is not activated'
-            WHEN ember.shadow_excluded(p_thread) THEN 'a thread shadow never reads'
+            WHEN ember.shadow_excluded(ember.sole_tenant(), p_thread) THEN 'a thread shadow never reads'
             WHEN EXISTS (
                 SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = p_thread AND r.status = 'running'
             ) THEN 'a run is running'

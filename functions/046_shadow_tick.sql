@@ -43,7 +43,7 @@ AS $$
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
     LEFT JOIN ember.generations AS cur ON cur.thread_id = t.id AND cur.ended_at IS NULL
     WHERE EXISTS (SELECT 1 FROM ember.shadow_activation)
-        AND NOT ember.shadow_excluded(t.id)
+        AND NOT ember.shadow_excluded(t.tenant_id, t.id)
         AND NOT EXISTS (SELECT 1 FROM ember.shadow_signals AS s WHERE s.thread_id = t.id)
         AND NOT EXISTS (
             SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = t.id AND r.status = 'running'
@@ -136,7 +136,7 @@ BEGIN
             v_cancelled := v_cancelled || rec.id;
         ELSE
             v_abandoned := v_abandoned || rec.id;
-            PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+            PERFORM ember.shadow_memory_changed(ember.sole_tenant(), rec.thread_id, 'idle-or-ended', p_now);
         END IF;
     END LOOP;
 
@@ -144,7 +144,7 @@ BEGIN
     FOR rec IN SELECT c.thread_id, c.condition FROM ember.shadow_tick_candidates(p_now) AS c
         WHERE c.condition IS NOT NULL AND c.thread_id = ANY(v_threads) ORDER BY c.thread_id
     LOOP
-        PERFORM ember.shadow_memory_changed(rec.thread_id, 'idle-or-ended', p_now);
+        PERFORM ember.shadow_memory_changed(ember.sole_tenant(), rec.thread_id, 'idle-or-ended', p_now);
         v_signalled := v_signalled || jsonb_build_object(rec.thread_id, rec.condition);
     END LOOP;
 
@@ -160,7 +160,7 @@ BEGIN
     FROM changed AS c
     INNER JOIN ember.threads AS t ON t.id = c.thread_id
     INNER JOIN ember.generations AS g ON g.thread_id = t.id AND g.ended_at IS NULL
-    WHERE NOT ember.shadow_excluded(t.id)
+    WHERE NOT ember.shadow_excluded(t.tenant_id, t.id)
     ON CONFLICT (tenant_id, thread_id) DO UPDATE SET seen_generation_id = excluded.seen_generation_id
     WHERE s.seen_generation_id IS DISTINCT FROM excluded.seen_generation_id;
 

@@ -96,18 +96,18 @@ BEGIN
         END,
         finished_at = greatest(p_now, r.started_at)
     WHERE id = p_run;
-    IF v_status = 'abandoned' AND NOT ember.shadow_excluded(r.thread_id) THEN
+    IF v_status = 'abandoned' AND NOT ember.shadow_excluded(r.tenant_id, r.thread_id) THEN
         -- The claim answered these offers and deleted them; put them back as they stood.
         FOREACH v_reason IN ARRAY coalesce(nullif(string_to_array(r.reason, ','), '{}'), ARRAY['idle-or-ended']) LOOP
             IF NOT EXISTS (
                 SELECT 1 FROM ember.shadow_signals AS s
-                WHERE s.thread_id = r.thread_id AND s.reason = v_reason AND NOT s.deferred
+                WHERE s.tenant_id = r.tenant_id AND s.thread_id = r.thread_id AND s.reason = v_reason AND NOT s.deferred
             ) THEN
-                INSERT INTO ember.shadow_signals (thread_id, reason, deferred, created_at)
-                VALUES (r.thread_id, v_reason, false, r.started_at);
+                INSERT INTO ember.shadow_signals (tenant_id, thread_id, reason, deferred, created_at)
+                VALUES (r.tenant_id, r.thread_id, v_reason, false, r.started_at);
             END IF;
         END LOOP;
-        PERFORM ember.shadow_wake_if_ready(r.thread_id, p_now);
+        PERFORM ember.shadow_wake_if_ready(r.tenant_id, r.thread_id, p_now);
     END IF;
     RETURN v_status;
 END;

@@ -253,7 +253,7 @@ BEGIN
 
     -- A fresh steward generation per wake: its rows and facts carry what this wake read, not
     -- the union of every wake before it (labels only grow within a generation).
-    v_generation := ember.start_generation('memory-steward', p_now);
+    v_generation := ember.start_generation(v_tenant, 'memory-steward', p_now);
     v_labels := ember.report_read_generations(v_generation, v_read_gens);
     IF NOT v_labels <@ md.tags THEN
         RAISE EXCEPTION 'steward claim: the read carries %, and model "%" is not tagged for all of them',
@@ -269,7 +269,7 @@ BEGIN
             FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o));
     -- The steward's record holds what it was given, exactly as the worker sends it.
     v_message := ember.append_steward_record(
-        'user',
+        v_tenant, 'user',
         v_intro || E'\n\n' || (SELECT string_agg(x.value, E'\n\n' ORDER BY x.o)
                                FROM jsonb_array_elements_text(v_pages) WITH ORDINALITY AS x (value, o)),
         'system', v_blocks::json, p_now => p_now

@@ -17,7 +17,7 @@ DECLARE
 BEGIN
     PERFORM ember.require_now(p_now);
     -- Lock order steward thread, then run: the same order as claim_steward_run.
-    PERFORM ember.lock_thread('memory-steward');
+    PERFORM ember.lock_thread(ember.sole_tenant(), 'memory-steward');
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'unknown steward run %', coalesce(p_run::text, 'NULL') USING ERRCODE = 'EM061';
@@ -225,7 +225,7 @@ BEGIN
     FROM jsonb_array_elements(p_response -> 'content') WITH ORDINALITY AS x (v, o)
     WHERE x.v ->> 'type' = 'text';
     PERFORM ember.append_steward_record(
-        'assistant', v_text, 'agent', (p_response -> 'content')::json, p_now => p_now
+        r.tenant_id, 'assistant', v_text, 'agent', (p_response -> 'content')::json, p_now => p_now
     );
 
     FOR b IN
@@ -248,6 +248,7 @@ BEGIN
             ) AS t;
         END IF;
         PERFORM ember.append_steward_record(
+            r.tenant_id,
             -- A name the model invented may not be an identifier: the row keeps none rather than
             -- refusing the whole step (the result already says the tool does not exist).
             'tool_result', v_content, 'system', NULL, b ->> 'id',
@@ -264,7 +265,7 @@ BEGIN
 
     IF v_calls = 0 THEN
         v_reminder := ember.steward_reminder();
-        PERFORM ember.append_steward_record('user', v_reminder, 'system', p_now => p_now);
+        PERFORM ember.append_steward_record(r.tenant_id, 'user', v_reminder, 'system', p_now => p_now);
     END IF;
 
     SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;

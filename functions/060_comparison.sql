@@ -58,7 +58,7 @@ AS $$
     SELECT CASE
         WHEN ember.is_isolated(p_thread) THEN 'isolated: nothing automated reads it'
         WHEN ember.is_steward_thread(p_thread) THEN 'steward record: shadow never reads it'
-        WHEN ember.shadow_excluded(p_thread) THEN 'main: shadow never reads main'
+        WHEN ember.shadow_excluded(ember.sole_tenant(), p_thread) THEN 'main: shadow never reads main'
     END
 $$;
 
@@ -69,7 +69,7 @@ SELECT
     t.id AS thread_id,
     ember.shadow_unread_thread_reason(t.id) AS reason
 FROM ember.threads AS t
-WHERE ember.shadow_excluded(t.id) AND NOT ember.is_isolated(t.id);
+WHERE ember.shadow_excluded(t.tenant_id, t.id) AND NOT ember.is_isolated(t.tenant_id, t.id);
 
 -- Every pointer of every fact, resolved to the thread it points into, with why shadow could never
 -- have read the row it names (unread_reason, NULL when shadow reads it): a thread shadow never

@@ -255,7 +255,7 @@ DECLARE
     v_call jsonb;
 BEGIN
     PERFORM ember.require_now(p_now);
-    t := ember.lock_thread(p_thread);
+    t := ember.lock_thread(ember.sole_tenant(), p_thread);
     v_call := ember.thread_call_model(p_thread);
     v_read := ember.note_identity_reads(p_reads, p_now);
 
@@ -282,7 +282,7 @@ BEGIN
         FROM jsonb_array_elements(v_parts) WITH ORDINALITY AS e (p, ord)
     ));
 
-    v_generation := ember.current_generation(p_thread, p_now);
+    v_generation := ember.current_generation(ember.sole_tenant(), p_thread, p_now);
     SELECT * INTO v_last FROM ember.identity_segments
     WHERE generation_id = v_generation ORDER BY ordinal DESC LIMIT 1;
     v_ordinal := v_last.ordinal;

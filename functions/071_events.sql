@@ -52,7 +52,7 @@ DECLARE
     e ember.thread_events;
 BEGIN
     v_message := ember.append_message(
-        p_thread, 'event', p_content, p_author, NULL, NULL, NULL, NULL, p_from_thread, p_now
+        ember.sole_tenant(), p_thread, 'event', p_content, p_author, NULL, NULL, NULL, NULL, p_from_thread, p_now
     );
     INSERT INTO ember.thread_events (
         thread_id, source, kind, message_id, from_thread, tool_call_id, created_at
@@ -207,7 +207,7 @@ BEGIN
             p_thread
             USING ERRCODE = 'EM012';
     END IF;
-    PERFORM ember.lock_thread(p_thread);
+    PERFORM ember.lock_thread(ember.sole_tenant(), p_thread);
     RETURN QUERY
     WITH delivered AS (
         UPDATE ember.thread_events AS e SET delivered_at = p_now

@@ -117,7 +117,7 @@ BEGIN
     PERFORM ember.check_side_chat_target(v_main, p_thread, 'side_chat_message');
     -- The target's lock orders this call with a concurrent replay of the same call and with the
     -- turn state the stop check reads.
-    PERFORM ember.lock_thread(p_thread);
+    PERFORM ember.lock_thread(ember.sole_tenant(), p_thread);
 
     SELECT * INTO a FROM ember.main_actions WHERE tool_call_id = p_tool_call_id;
     IF FOUND THEN
@@ -332,7 +332,7 @@ BEGIN
         PERFORM ember.refuse_unseen_chat('side_chat_inspect', p_thread);
     END IF;
     IF cardinality(v_generations) > 0 THEN
-        PERFORM ember.report_read_generations(ember.current_generation(v_main), v_generations);
+        PERFORM ember.report_read_generations(ember.current_generation(ember.sole_tenant(), v_main), v_generations);
     END IF;
 
     SELECT * INTO st FROM ember.shadow_thread_state WHERE thread_id = p_thread;

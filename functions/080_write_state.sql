@@ -33,30 +33,35 @@ BEGIN
         undigested = p.undigested + n.undigested
     FROM (
         SELECT
-            x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
-            ember.is_steward_thread(min(x.thread_id)) AS steward,
+            x.tenant_id, x.generation_id, max(x.seq) AS last_seq, max(x.created_at) AS last_message_at,
+            ember.is_steward_thread(x.tenant_id, min(x.thread_id)) AS steward,
             (count(*) FILTER (WHERE x.episode_id IS NULL))::integer AS undigested
-        FROM new_rows AS x GROUP BY x.generation_id
+        FROM new_rows AS x GROUP BY x.tenant_id, x.generation_id
     ) AS n
-    WHERE p.generation_id = n.generation_id;
+    WHERE p.tenant_id = n.tenant_id AND p.generation_id = n.generation_id;
     GET DIAGNOSTICS v_updated = ROW_COUNT;
-    IF v_updated < (SELECT count(DISTINCT x.generation_id) FROM new_rows AS x) THEN
+    IF v_updated < (SELECT count(*) FROM (SELECT DISTINCT x.tenant_id, x.generation_id FROM new_rows AS x) AS d) THEN
         INSERT INTO ember.generation_progress AS p (
-            generation_id, thread_id, last_seq, last_message_at, read_seq,
+            tenant_id, generation_id, thread_id, last_seq, last_message_at, read_seq,
             undigested, steward_reads, ended
         )
         SELECT
+            n.tenant_id,
             n.generation_id,
             min(n.thread_id),
             max(n.seq),
             max(n.created_at),
-            CASE WHEN ember.is_steward_thread(min(n.thread_id)) THEN max(n.seq)
-                ELSE ember.shadow_read_position(min(n.thread_id), n.generation_id) END,
+            CASE WHEN ember.is_steward_thread(n.tenant_id, min(n.thread_id)) THEN max(n.seq)
+                ELSE ember.shadow_read_position(n.tenant_id, min(n.thread_id), n.generation_id) END,
             (count(*) FILTER (WHERE n.episode_id IS NULL))::integer,
-            NOT ember.is_steward_thread(min(n.thread_id)) AND NOT ember.is_isolated(min(n.thread_id)),
-            coalesce((SELECT g.ended_at IS NOT NULL FROM ember.generations AS g WHERE g.id = n.generation_id), false)
+            NOT ember.is_steward_thread(n.tenant_id, min(n.thread_id))
+                AND NOT ember.is_isolated(n.tenant_id, min(n.thread_id)),
+            coalesce((
+                SELECT g.ended_at IS NOT NULL FROM ember.generations AS g
+                WHERE g.tenant_id = n.tenant_id AND g.id = n.generation_id
+            ), false)
         FROM new_rows AS n
-        GROUP BY n.generation_id
+        GROUP BY n.tenant_id, n.generation_id
         ON CONFLICT (tenant_id, generation_id, thread_id) DO UPDATE SET
             last_seq = greatest(p.last_seq, excluded.last_seq),
             last_message_at = greatest(p.last_message_at, excluded.last_message_at),
@@ -78,8 +83,8 @@ RETURNS trigger
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    INSERT INTO ember.generation_changes (thread_id)
-    SELECT DISTINCT n.thread_id FROM new_rows AS n
+    INSERT INTO ember.generation_changes (tenant_id, thread_id)
+    SELECT DISTINCT n.tenant_id, n.thread_id FROM new_rows AS n
     ON CONFLICT (tenant_id, thread_id) DO NOTHING;
     RETURN NULL;
 END;
@@ -99,10 +104,10 @@ BEGIN
     UPDATE ember.generation_progress AS p
     SET read_seq = n.baseline_seq
     FROM (
-        SELECT c.generation_id, max(c.baseline_seq) AS baseline_seq
-        FROM new_rows AS c GROUP BY c.generation_id
+        SELECT c.tenant_id, c.generation_id, max(c.baseline_seq) AS baseline_seq
+        FROM new_rows AS c GROUP BY c.tenant_id, c.generation_id
     ) AS n
-    WHERE p.generation_id = n.generation_id AND p.read_seq < n.baseline_seq;
+    WHERE p.tenant_id = n.tenant_id AND p.generation_id = n.generation_id AND p.read_seq < n.baseline_seq;
     RETURN NULL;
 END;
 $$;
@@ -136,7 +141,7 @@ BEGIN
             AND g.ended_at IS NOT NULL
     ) THEN
         PERFORM ember.shadow_memory_changed(
-            new.thread_id, 'generation-ended', coalesce(new.finished_at, clock_timestamp())
+            new.tenant_id, new.thread_id, 'generation-ended', coalesce(new.finished_at, clock_timestamp())
         );
     END IF;
     RETURN NULL;
@@ -161,13 +166,14 @@ AS $$
 BEGIN
     IF new.status = 'completed' THEN
         UPDATE ember.generation_progress AS p SET failures = 0, last_failed_at = NULL
-        WHERE p.generation_id = new.generation_id AND (p.failures <> 0 OR p.last_failed_at IS NOT NULL);
+        WHERE p.tenant_id = new.tenant_id AND p.generation_id = new.generation_id
+            AND (p.failures <> 0 OR p.last_failed_at IS NOT NULL);
     ELSIF new.status = 'failed' OR (new.status = 'abandoned' AND new.error = 'lease expired') THEN
         UPDATE ember.generation_progress AS p SET
             failures = p.failures + 1,
             last_failed_at = CASE WHEN p.last_failed_at IS NULL OR new.finished_at > p.last_failed_at
                 THEN new.finished_at ELSE p.last_failed_at END
-        WHERE p.generation_id = new.generation_id;
+        WHERE p.tenant_id = new.tenant_id AND p.generation_id = new.generation_id;
     END IF;
     RETURN NULL;
 END;
@@ -195,13 +201,13 @@ AS $$
 BEGIN
     UPDATE ember.generation_progress AS p SET undigested = greatest(p.undigested - d.n, 0)
     FROM (
-        SELECT n.generation_id, count(*)::integer AS n
+        SELECT n.tenant_id, n.generation_id, count(*)::integer AS n
         FROM new_rows AS n
-        INNER JOIN old_rows AS o ON o.id = n.id
+        INNER JOIN old_rows AS o ON o.tenant_id = n.tenant_id AND o.id = n.id
         WHERE o.episode_id IS NULL AND n.episode_id IS NOT NULL
-        GROUP BY n.generation_id
+        GROUP BY n.tenant_id, n.generation_id
     ) AS d
-    WHERE p.generation_id = d.generation_id;
+    WHERE p.tenant_id = d.tenant_id AND p.generation_id = d.generation_id;
     RETURN NULL;
 END;
 $$;
@@ -218,7 +224,7 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     UPDATE ember.generation_progress SET ended = new.ended_at IS NOT NULL
-    WHERE generation_id = new.id AND ended IS DISTINCT FROM (new.ended_at IS NOT NULL);
+    WHERE tenant_id = new.tenant_id AND generation_id = new.id AND ended IS DISTINCT FROM (new.ended_at IS NOT NULL);
     RETURN NULL;
 END;
 $$;
@@ -234,7 +240,7 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     UPDATE ember.generation_progress SET steward_reads = false
-    WHERE thread_id = new.id AND steward_reads;
+    WHERE tenant_id = new.tenant_id AND thread_id = new.id AND steward_reads;
     RETURN NULL;
 END;
 $$;

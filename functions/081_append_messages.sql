@@ -21,12 +21,12 @@
 -- exactly as with one append_message call per row.
 
 -- check_carrier_flow's refusal as a value: its message, or NULL when the flow is allowed.
-CREATE OR REPLACE FUNCTION ember.carrier_flow_error(p_from text, p_to text)
+CREATE OR REPLACE FUNCTION ember.carrier_flow_error(p_tenant text, p_from text, p_to text)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    PERFORM ember.check_carrier_flow(p_from, p_to);
+    PERFORM ember.check_carrier_flow(p_tenant, p_from, p_to);
     RETURN NULL;
 EXCEPTION WHEN SQLSTATE 'EM024' THEN
     RETURN SQLERRM;
@@ -43,6 +43,7 @@ BEGIN
     IF to_regclass('pg_temp.staged_rows') IS NULL THEN
         CREATE TEMP TABLE staged_rows (
             idx integer NOT NULL,
+            tenant_id text,
             thread_id text,
             generation_id uuid,
             role text,
@@ -98,20 +99,20 @@ BEGIN
                 THEN format('tool call id or tool name is longer than %s characters (setting max_key_chars)',
                             v_max_key) END),
             (7, 'EM001', CASE WHEN a.from_thread IS NOT NULL
-                    AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
+                    AND NOT EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.tenant_id = a.tenant_id AND x.id = a.from_thread)
                 THEN format('unknown from_thread "%s"', a.from_thread) END),
             (8, 'EM027', CASE WHEN a.from_thread = 'memory-steward'
                 THEN 'a row from the memory steward''s record: it is never copied, forked or quoted' END),
             -- The flow rules the messages_carrier_flow trigger enforces, asked here first so that
             -- the refusal names the row.
             (9, 'EM028', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
-                    AND ember.is_isolated(a.from_thread) AND NOT ember.is_isolated(a.thread_id)
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.tenant_id = a.tenant_id AND x.id = a.from_thread)
+                    AND ember.is_isolated(a.tenant_id, a.from_thread) AND NOT ember.is_isolated(a.tenant_id, a.thread_id)
                 THEN format('a row from isolated thread "%s" goes only to an isolated thread', a.from_thread) END),
             (10, 'EM024', CASE WHEN a.from_thread IS NOT NULL AND a.from_thread <> a.thread_id
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.from_thread)
-                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.id = a.thread_id)
-                THEN ember.carrier_flow_error(a.from_thread, a.thread_id) END),
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.tenant_id = a.tenant_id AND x.id = a.from_thread)
+                    AND EXISTS (SELECT 1 FROM ember.threads AS x WHERE x.tenant_id = a.tenant_id AND x.id = a.thread_id)
+                THEN ember.carrier_flow_error(a.tenant_id, a.from_thread, a.thread_id) END),
             (11, 'EM018', CASE WHEN a.tool_name IS NOT NULL AND NOT ember.is_safe_tool_name(a.tool_name)
                 THEN format('tool name %s is not an identifier', to_json(a.tool_name)) END),
             (12, 'EM012', CASE WHEN NOT ember.time_accepted(a.created_at)
@@ -145,6 +146,7 @@ $$;
 -- Its length: staging, the shared checks (staged_rows_check) and one insert; the host's batch hot
 -- path (B1), where every statement runs once per call and none per row.
 CREATE OR REPLACE FUNCTION ember.append_messages(
+    p_tenant text,
     p_thread text,
     p_rows json,
     p_now timestamptz DEFAULT clock_timestamp()
@@ -213,11 +215,12 @@ BEGIN
 
     BEGIN
         INSERT INTO staged_rows (
-            idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+            idx, tenant_id, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
             from_thread, created_at
         )
         SELECT
             e.idx - 1,
+            p_tenant,
             p_thread,
             e.value ->> 'role',
             coalesce(e.value ->> 'author', CASE e.value ->> 'role'
@@ -259,11 +262,11 @@ BEGIN
     END IF;
 
     -- The same lock append_message takes: appends to one thread are serialized.
-    t := ember.lock_thread(p_thread, p_append => true);
+    t := ember.lock_thread(p_tenant, p_thread, p_append => true);
     IF NOT EXISTS (SELECT 1 FROM staged_rows) THEN
         RETURN '{}';
     END IF;
-    v_generation := ember.current_generation(p_thread, p_now);
+    v_generation := ember.current_generation(p_tenant, p_thread, p_now);
 
     -- nextval() is evaluated after the sort (a volatile target is computed above the Sort
     -- node), so seq follows the index order of p_rows. A sanctioned insert of the host API:
@@ -279,11 +282,11 @@ BEGIN
     END IF;
     WITH ins AS (
         INSERT INTO ember.messages (
-            seq, thread_id, generation_id, role, author, content, blocks,
+            tenant_id, seq, thread_id, generation_id, role, author, content, blocks,
             tool_call_id, tool_name, tool_status, from_thread, categories, created_at
         )
         SELECT
-            nextval('ember.message_seq'), p_thread, v_generation, a.role, a.author, a.content,
+            p_tenant, nextval('ember.message_seq'), p_thread, v_generation, a.role, a.author, a.content,
             a.blocks, a.tool_call_id, a.tool_name, a.tool_status, a.from_thread,
             coalesce(v_labels, '{}'), a.created_at
         FROM staged_rows AS a

@@ -71,11 +71,11 @@ BEGIN
     ADD COLUMN IF NOT EXISTS present boolean NOT NULL DEFAULT false,
     ADD COLUMN IF NOT EXISTS file_from_thread text;
     INSERT INTO staged_rows (
-        idx, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
+        idx, tenant_id, thread_id, role, author, content, blocks, tool_call_id, tool_name, tool_status,
         from_thread, created_at, ordinal, position
     )
     SELECT
-        x.lineno, x.doc ->> 'thread', x.doc ->> 'role',
+        x.lineno, ember.sole_tenant(), x.doc ->> 'thread', x.doc ->> 'role',
         coalesce(x.doc ->> 'author', CASE x.doc ->> 'role'
             WHEN 'user' THEN 'human' WHEN 'assistant' THEN 'agent' ELSE 'system' END),
         x.doc ->> 'content', (x.doc ->> 'blocks')::json, x.doc ->> 'tool_call_id',
@@ -178,7 +178,7 @@ BEGIN
                 THEN format('thread "%s": unknown seal tier "%s"', it.id, it.seal_tier)
             -- A stored thread: the file may not loosen who reads it (the rule create_thread
             -- states in EM013 too); a file that isolates it seals it (import_seal_threads).
-            WHEN it.stored THEN ember.thread_record_conflict(it.id, it.kind, it.category, it.seal_tier)
+            WHEN it.stored THEN ember.thread_record_conflict(ember.sole_tenant(), it.id, it.kind, it.category, it.seal_tier)
             WHEN it.kind NOT IN ('main', 'side', 'task')
                 THEN format('thread "%s": unknown kind "%s" (main, side, task)', it.id, it.kind)
             WHEN it.status NOT IN ('active', 'ended', 'archived')
@@ -230,7 +230,7 @@ BEGIN
         WHERE it.stored AND it.seal_tier = 'isolated' AND t.seal_tier = 'open'
         ORDER BY it.id
     LOOP
-        PERFORM ember.seal_thread(r.id);
+        PERFORM ember.seal_thread(ember.sole_tenant(), r.id);
         v_sealed := v_sealed || r.id;
     END LOOP;
     RETURN v_sealed;
@@ -479,7 +479,7 @@ DECLARE
     r record;
 BEGIN
     FOR r IN SELECT * FROM import_threads AS it WHERE NOT it.stored ORDER BY it.lineno LOOP
-        PERFORM ember.create_thread(r.id, r.kind, r.title, r.category, r.seal_tier, r.model, r.created_at);
+        PERFORM ember.create_thread(ember.sole_tenant(), r.id, r.kind, r.title, r.category, r.seal_tier, r.model, r.created_at);
     END LOOP;
     PERFORM 1 FROM ember.threads AS t
     WHERE t.id IN (SELECT ig.thread_id FROM import_generations AS ig UNION SELECT a.thread_id FROM staged_rows AS a)
@@ -562,7 +562,7 @@ BEGIN
         WHERE NOT it.stored AND t.status <> it.status
         ORDER BY it.lineno
     LOOP
-        PERFORM ember.set_thread_status(r.id, r.status, r.created_at);
+        PERFORM ember.set_thread_status(ember.sole_tenant(), r.id, r.status, r.created_at);
     END LOOP;
 END;
 $$;

@@ -11,6 +11,7 @@
 -- Its length: the steps of a first start, in the order stated above, each saying what it changed;
 -- split, the order that matters would be spread over calls.
 CREATE OR REPLACE FUNCTION ember.setup(
+    p_tenant text,
     p_categories jsonb DEFAULT '{}',
     p_main text DEFAULT NULL,
     p_main_model text DEFAULT NULL,
@@ -36,7 +37,11 @@ BEGIN
             USING ERRCODE = 'EM012';
     END IF;
     -- Two hosts starting at once: the second waits and finds everything done.
-    PERFORM pg_advisory_xact_lock(hashtext('ember.setup'));
+    PERFORM pg_advisory_xact_lock(hashtext('ember.setup'), hashtext(p_tenant));
+
+    -- The tenant first: everything below is its own (functions/006_tenants.sql).
+    SELECT 'tenant', t.changed, t.detail INTO step, changed, detail FROM ember.create_tenant(p_tenant, p_now) AS t;
+    RETURN NEXT;
 
     FOR v_name, v_description IN
         SELECT e.key, e.value #>> '{}' FROM jsonb_each(CASE jsonb_typeof(p_categories)
@@ -57,13 +62,13 @@ BEGIN
     END LOOP;
 
     step := 'main';
-    SELECT * INTO m FROM ember.threads AS t WHERE t.kind = 'main';
+    SELECT * INTO m FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.kind = 'main';
     IF FOUND THEN
         changed := false;
         detail := format('main thread "%s" exists (model %s)', m.id, coalesce(m.model, 'not pinned'));
     ELSIF p_main IS NOT NULL THEN
-        PERFORM ember.create_thread(p_main, 'main', NULL, NULL, 'open', p_main_model, p_now);
-        SELECT * INTO m FROM ember.threads AS t WHERE t.id = p_main;
+        PERFORM ember.create_thread(p_tenant, p_main, 'main', NULL, NULL, 'open', p_main_model, p_now);
+        SELECT * INTO m FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.id = p_main;
         changed := true;
         detail := format('main thread "%s" created (model %s)', m.id, coalesce(m.model, 'not pinned'));
     ELSE
@@ -73,11 +78,13 @@ BEGIN
     RETURN NEXT;
 
     step := 'steward';
-    SELECT * INTO st FROM ember.threads AS t WHERE ember.is_steward_thread(t.id);
+    SELECT * INTO st FROM ember.threads AS t
+    WHERE t.tenant_id = p_tenant AND t.kind = 'steward' AND ember.is_steward_thread(t.tenant_id, t.id);
     changed := NOT FOUND;
     IF changed THEN
-        PERFORM ember.ensure_steward_thread(p_now);
-        SELECT * INTO st FROM ember.threads AS t WHERE ember.is_steward_thread(t.id);
+        PERFORM ember.ensure_steward_thread(p_tenant, p_now);
+        SELECT * INTO st FROM ember.threads AS t
+        WHERE t.tenant_id = p_tenant AND t.kind = 'steward' AND ember.is_steward_thread(t.tenant_id, t.id);
     END IF;
     detail := format('the steward''s thread "%s" %s (model %s)', st.id,
         CASE WHEN changed THEN 'created' ELSE 'exists' END,

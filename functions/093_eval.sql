@@ -134,8 +134,8 @@ BEGIN
         benchmark, source, source_sha256, answer_model, judge_model, top_k, question_limit, started_at
     ) VALUES (p_benchmark, p_source, p_sha256, v_answer, v_judge, p_top_k, p_limit, p_now)
     RETURNING id INTO v_run;
-    PERFORM ember.create_thread('main', 'main', 'ember eval', NULL, 'open', NULL, p_now);
-    PERFORM ember.ensure_steward_thread(p_now);
+    PERFORM ember.create_thread(ember.sole_tenant(), 'main', 'main', 'ember eval', NULL, 'open', NULL, p_now);
+    PERFORM ember.ensure_steward_thread(ember.sole_tenant(), p_now);
     PERFORM ember.shadow_activate(p_now);
     RETURN v_run;
 END;

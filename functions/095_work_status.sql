@@ -58,7 +58,7 @@ AS $$
     ) AS u
     INNER JOIN ember.threads AS t ON t.id = u.thread_id
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
-    WHERE NOT ember.shadow_excluded(t.id)
+    WHERE NOT ember.shadow_excluded(t.tenant_id, t.id)
 $$;
 
 -- Before the row was a type (db/migrations/0047_work_status_row.sql) these returned a TABLE of
@@ -227,7 +227,7 @@ BEGIN
                 AS until,
             CASE
                 WHEN v_steward IS NULL THEN
-                    'the steward''s thread does not exist: ember init, Host.setup() or SELECT ember.ensure_steward_thread()'
+                    'the steward''s thread does not exist: ember init, Host.setup() or SELECT ember.ensure_steward_thread(tenant)'
                 WHEN v_steward_model IS NULL THEN
                     'the steward has no model: no pin and no light model in ember.models'
                 WHEN NOT g.covered THEN format('the steward''s model %s is not tagged for %s', v_steward_model, g.labels)
@@ -251,7 +251,7 @@ BEGIN
             CASE WHEN v_steward IS NULL THEN 'steward-thread-missing' ELSE 'model-not-tagged' END,
             NULL, NULL,
             CASE WHEN v_steward IS NULL
-                THEN 'the steward''s thread does not exist: ember init, Host.setup() or SELECT ember.ensure_steward_thread()'
+                THEN 'the steward''s thread does not exist: ember init, Host.setup() or SELECT ember.ensure_steward_thread(tenant)'
                 ELSE format('%s (labels %s): tag it for them, or pin the steward to a model that is', w.reason, w.labels)
             END
         FROM ember.backlog_waiting AS w

@@ -31,7 +31,7 @@ AS $$
     WHERE (p_scope = 'all'
            OR (p_scope = 'thread' AND t.id = p_value)
            OR (p_scope = 'category' AND t.category = p_value))
-        AND NOT ember.shadow_excluded(t.id)
+        AND NOT ember.shadow_excluded(t.tenant_id, t.id)
     ORDER BY t.id
 $$;
 
@@ -60,7 +60,7 @@ BEGIN
         IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_value) THEN
             RAISE EXCEPTION 'cut-over scope thread "%": no such thread', p_value USING ERRCODE = 'EM120';
         END IF;
-        IF ember.shadow_excluded(p_value) THEN
+        IF ember.shadow_excluded(ember.sole_tenant(), p_value) THEN
             RAISE EXCEPTION 'cut-over scope thread "%": shadow never reads it (main, the steward''s record '
                 'or an isolated thread), so the steward keeps it', p_value
                 USING ERRCODE = 'EM120';

@@ -75,7 +75,7 @@ BEGIN
     IF coalesce(current_setting('ember.inserting_message', true), '') NOT IN ('on', 'labelled') THEN
         RAISE EXCEPTION 'messages are added with ember.append_message(), not inserted directly'
             USING ERRCODE = 'EM091',
-                  HINT = 'SELECT ember.append_message(thread, role, content, ...); copies: ember.copy_messages()';
+                  HINT = 'SELECT ember.append_message(tenant, thread, role, content, ...); copies: ember.copy_messages()';
     END IF;
     PERFORM set_config('ember.guard_max_message_bytes', ember.setting_int('max_message_bytes')::text, true);
     PERFORM set_config('ember.guard_max_key_chars', ember.setting_int('max_key_chars')::text, true);

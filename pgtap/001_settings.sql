@@ -37,16 +37,16 @@ SELECT throws_ok($$UPDATE ember.settings SET value = '12' WHERE key = 'tick_inte
 
 -- The one-time set-up.
 SELECT results_eq(
-    $$SELECT step, changed FROM ember.setup('{"health": "medical matters"}', 'main', 'claude-sonnet-4-6')$$,
-    $$VALUES ('category', true), ('main', true), ('steward', true), ('shadow', true)$$,
-    'setup defines the categories, creates main and the steward''s thread, and activates shadow');
+    $$SELECT step, changed FROM ember.setup('default', '{"health": "medical matters"}', 'main', 'claude-sonnet-4-6')$$,
+    $$VALUES ('tenant', false), ('category', true), ('main', true), ('steward', true), ('shadow', true)$$,
+    'setup finds the tenant, defines the categories, creates main and the steward''s thread, and activates shadow');
 SELECT is((SELECT model FROM ember.threads WHERE id = 'memory-steward'), 'claude-sonnet-4-6',
     'main first, so the steward''s thread copies main''s model pin');
 SELECT results_eq(
-    $$SELECT step, changed FROM ember.setup('["health"]', 'main', 'claude-sonnet-4-6')$$,
-    $$VALUES ('category', false), ('main', false), ('steward', false), ('shadow', false)$$,
+    $$SELECT step, changed FROM ember.setup('default', '["health"]', 'main', 'claude-sonnet-4-6')$$,
+    $$VALUES ('tenant', false), ('category', false), ('main', false), ('steward', false), ('shadow', false)$$,
     'a second setup changes nothing and says so');
-SELECT throws_ok($$SELECT * FROM ember.setup('"health"')$$, 'EM012', NULL, 'categories that are neither an object nor an array are refused');
+SELECT throws_ok($$SELECT * FROM ember.setup('default', '"health"')$$, 'EM012', NULL, 'categories that are neither an object nor an array are refused');
 
 SELECT * FROM finish();
 ROLLBACK;

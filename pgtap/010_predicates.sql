@@ -2,10 +2,10 @@ BEGIN;
 SELECT plan(12);
 
 SELECT ember.define_category('health');
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('s1', 'side', 'Topic', 'health');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 's1', 'side', 'Topic', 'health');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.ensure_steward_thread('default');
 
 SELECT ok(ember.is_steward_thread('memory-steward'), 'the steward thread is the steward');
 SELECT ok(NOT ember.is_steward_thread('main'), 'main is not the steward');

@@ -1,7 +1,7 @@
 BEGIN;
 SELECT plan(11);
 
-SELECT ember.create_thread('s', 'side');
+SELECT ember.create_thread('default', 's', 'side');
 SELECT ember.shadow_activate();
 
 -- Key order (top level and nested), whitespace of every kind, escapes, non-ASCII text, a duplicate
@@ -18,7 +18,7 @@ CREATE TEMP TABLE original AS SELECT
 SELECT col_type_is('ember', 'shadow_prefixes', 'request', 'text', 'the request is stored as text, never jsonb');
 SELECT col_type_is('ember', 'shadow_prefixes', 'response', 'text', 'the response is stored as text, never jsonb');
 
-SELECT ember.note_prefix('s', request, response) FROM original;
+SELECT ember.note_prefix('default', 's', request, response) FROM original;
 
 SELECT is((SELECT p.request FROM ember.shadow_prefixes AS p), (SELECT request FROM original),
           'the request reads back as the same text');
@@ -35,8 +35,8 @@ SELECT isnt((SELECT request::jsonb::text FROM original), (SELECT request FROM or
 SELECT is((SELECT model FROM ember.shadow_prefixes), 'claude-sonnet-4-6', 'the model is read from the request');
 
 -- Through a hot claim, the plan hands the worker the same bytes.
-SELECT ember.append_message('s', 'assistant', 'row');
-SELECT ember.shadow_memory_changed('s', 'waiting-user');
+SELECT ember.append_message('default', 's', 'assistant', 'row');
+SELECT ember.shadow_memory_changed('default', 's', 'waiting-user');
 SELECT ember.claim_shadow_run('w', '5 minutes') AS plan \gset
 SELECT is(:'plan'::jsonb ->> 'path', 'hot', 'the claim takes the hot path');
 SELECT is(convert_to(:'plan'::jsonb ->> 'request', 'UTF8'), (SELECT convert_to(request, 'UTF8') FROM original),

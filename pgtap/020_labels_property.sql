@@ -13,9 +13,9 @@ SELECT ember.define_category(c) FROM unnest(ARRAY['c1', 'c2', 'c3']) AS c;
 UPDATE ember.models SET tags = '{c1,c2,c3}' WHERE id = 'claude-opus-4-8';
 UPDATE ember.models SET tags = '{c1}' WHERE id = 'claude-haiku-4-5';
 UPDATE ember.models SET tags = '{c1,c2}' WHERE id = 'claude-sonnet-4-5';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-opus-4-8', '2026-03-01 00:00Z');
-SELECT ember.ensure_steward_thread('2026-03-01 00:00Z');
-SELECT ember.set_thread_model('memory-steward', 'claude-sonnet-4-5');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-opus-4-8', '2026-03-01 00:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-03-01 00:00Z');
+SELECT ember.set_thread_model('default', 'memory-steward', 'claude-sonnet-4-5');
 SELECT ember.shadow_activate('2026-03-01 00:00Z');
 
 CREATE TEMP TABLE oracle (generation_id uuid PRIMARY KEY, labels text[] NOT NULL);
@@ -29,7 +29,7 @@ CREATE FUNCTION pg_temp.u(a text[], b text[]) RETURNS text[]
 LANGUAGE sql AS $$ SELECT coalesce(array_agg(DISTINCT x ORDER BY x), '{}') FROM unnest(a || b) AS x WHERE x IS NOT NULL $$;
 
 CREATE FUNCTION pg_temp.gen(p_thread text) RETURNS uuid
-LANGUAGE sql AS $$ SELECT ember.latest_generation(p_thread) $$;
+LANGUAGE sql AS $$ SELECT ember.latest_generation('default', p_thread) $$;
 
 -- Record a new generation in the oracle: it starts with its thread's category.
 CREATE FUNCTION pg_temp.oracle_gen(p_thread text) RETURNS void
@@ -71,7 +71,7 @@ BEGIN
     PERFORM setseed(p_seed);
     FOR i IN 1..6 LOOP
         v_t := format('s%s_t%s', (p_seed * 100)::int, i);
-        PERFORM ember.create_thread(v_t, CASE WHEN i % 2 = 0 THEN 'side' ELSE 'task' END, NULL,
+        PERFORM ember.create_thread('default', v_t, CASE WHEN i % 2 = 0 THEN 'side' ELSE 'task' END, NULL,
             (ARRAY['c1', 'c2', 'c3', NULL, NULL, NULL])[1 + floor(random() * 6)::int], 'open',
             'claude-opus-4-8', '2026-03-01 00:00Z');
         v_threads := v_threads || v_t;
@@ -85,13 +85,13 @@ BEGIN
         v_op := (ARRAY['row', 'row', 'send', 'send', 'read', 'copy', 'generation'])[1 + floor(random() * 7)::int];
         BEGIN
             IF v_op = 'row' THEN
-                v_id := ember.append_message(v_t, (ARRAY['user', 'assistant'])[1 + floor(random() * 2)::int],
+                v_id := ember.append_message('default', v_t, (ARRAY['user', 'assistant'])[1 + floor(random() * 2)::int],
                                              'r' || i, p_now => v_now);
                 PERFORM pg_temp.oracle_row(v_id, '{}', '{}');
             ELSIF v_op = 'send' AND v_from <> v_t THEN
                 v_brought := (SELECT labels FROM oracle WHERE generation_id = pg_temp.gen(v_from));
                 v_ids := ARRAY(SELECT m.id FROM ember.messages AS m WHERE m.generation_id = pg_temp.gen(v_from));
-                v_id := ember.append_message(v_t, 'event', 'sent ' || i, 'main', NULL, NULL, NULL, NULL, v_from, v_now);
+                v_id := ember.append_message('default', v_t, 'event', 'sent ' || i, 'main', NULL, NULL, NULL, NULL, v_from, v_now);
                 PERFORM pg_temp.oracle_row(v_id, v_brought, v_ids);
             ELSIF v_op = 'read' AND v_from <> v_t THEN
                 v_ids := ARRAY(SELECT r.id FROM ember.read_thread(v_t, v_from, 1 + floor(random() * 4)::int) AS r);
@@ -105,7 +105,7 @@ BEGIN
                 v_ids := ARRAY(SELECT m.id FROM ember.messages AS m WHERE m.thread_id = v_from
                                ORDER BY random() LIMIT 2);
                 v_brought := ARRAY(SELECT unnest(r.labels) FROM row_oracle AS r WHERE r.id = ANY(v_ids));
-                v_ids := ember.copy_messages(v_from, v_ids, v_t, v_now);
+                v_ids := ember.copy_messages('default', v_from, v_ids, v_t, v_now);
                 -- A copy brings the copied rows' labels; a copy of a forwarded row names its sender,
                 -- and is held to the sender's current labels like any row from another thread.
                 FOREACH v_id IN ARRAY v_ids LOOP
@@ -116,7 +116,7 @@ BEGIN
                         ARRAY(SELECT m.copied_from FROM ember.messages AS m WHERE m.id = v_id));
                 END LOOP;
             ELSIF v_op = 'generation' THEN
-                PERFORM ember.start_generation(v_t, v_now);
+                PERFORM ember.start_generation('default', v_t, v_now);
                 PERFORM pg_temp.oracle_gen(v_t);
             ELSE
                 v_op := v_op || ' (same thread)';
@@ -154,7 +154,7 @@ SELECT cmp_ok((SELECT count(*)::int FROM ember.generations WHERE cardinality(lab
 
 -- No untagged model is offered any of it.
 UPDATE ember.shadow_thread_state SET turn_running = false;
-SELECT ember.shadow_memory_changed(t.id, 'task-ended', '2026-03-20 00:00Z') FROM ember.threads AS t;
+SELECT ember.shadow_memory_changed('default', t.id, 'task-ended', '2026-03-20 00:00Z') FROM ember.threads AS t;
 SELECT is((SELECT count(*)::int FROM ember.shadow_ready('2026-03-20 00:01Z') AS r
            JOIN ember.models AS m ON m.id = r.model
            WHERE NOT m.tags @> ember.generation_labels(r.generation_id)), 0,

@@ -3,7 +3,7 @@ SELECT plan(27);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health');
 
 -- The seed's case: the light tier lists an untagged model first, a tagged one later.
 INSERT INTO ember.models (
@@ -64,29 +64,29 @@ SELECT is((SELECT tags FROM ember.models WHERE id = 'light-plain'), '{finance,he
 SELECT is(ember.route_model('light', '{health}'), 'light-plain', 'a newly tagged model routes at once');
 
 -- A pin never downgrades either: a thread's model must be tagged for what the thread carries.
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'light-health');
-SELECT ember.append_message('main', 'event', 'doc: knee surgery', NULL, NULL, NULL, NULL, NULL, 'doc');
-SELECT throws_ok($$SELECT ember.set_thread_model('main', 'claude-haiku-4-5')$$, 'EM022', NULL,
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'light-health');
+SELECT ember.append_message('default', 'main', 'event', 'doc: knee surgery', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT throws_ok($$SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')$$, 'EM022', NULL,
                  'a labelled main is not switched to a model untagged for its labels');
-SELECT throws_ok($$SELECT ember.set_thread_model('main', NULL)$$, 'EM022', NULL,
+SELECT throws_ok($$SELECT ember.set_thread_model('default', 'main', NULL)$$, 'EM022', NULL,
                  'nor unpinned, since no pin proves no tags');
 SELECT is((SELECT model FROM ember.threads WHERE id = 'main'), 'light-health', 'the refused switch changes nothing');
-SELECT throws_ok($$SELECT ember.set_thread_model('doc', 'claude-haiku-4-5')$$, 'EM022', NULL,
+SELECT throws_ok($$SELECT ember.set_thread_model('default', 'doc', 'claude-haiku-4-5')$$, 'EM022', NULL,
                  'a category thread is not pinned to a model untagged for its category');
-SELECT lives_ok($$SELECT ember.set_thread_model('main', 'light-health-too')$$,
+SELECT lives_ok($$SELECT ember.set_thread_model('default', 'main', 'light-health-too')$$,
                 'switching to another tagged model is fine');
-SELECT ember.start_generation('main');
-SELECT lives_ok($$SELECT ember.set_thread_model('main', 'claude-haiku-4-5')$$,
+SELECT ember.start_generation('default', 'main');
+SELECT lives_ok($$SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')$$,
                 'and a fresh generation, carrying nothing, may take any model');
 
 -- Nor does untagging a model downgrade the threads pinned to it, or a shadow run planned on it.
-SELECT ember.create_thread('clinic', 'side', 'Clinic', 'health', 'open', 'light-health-too');
+SELECT ember.create_thread('default', 'clinic', 'side', 'Clinic', 'health', 'open', 'light-health-too');
 SELECT throws_ok($$UPDATE ember.models SET tags = '{}' WHERE id = 'light-health-too'$$, 'EM022', NULL,
                  'a tag a pinned thread carries is not removed from its model');
 SELECT is((SELECT tags FROM ember.models WHERE id = 'light-health-too'), '{finance,health}'::text[], 'and stays');
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, from_seq, through_seq, started_at, worker,
                                lease_token, lease_expires_at)
-VALUES ('doc', ember.latest_generation('doc'), 'cold', 'light-health', 0, 0, now(), 'w', gen_random_uuid(),
+VALUES ('doc', ember.latest_generation('default', 'doc'), 'cold', 'light-health', 0, 0, now(), 'w', gen_random_uuid(),
         now() + interval '5 minutes');
 SELECT throws_ok($$UPDATE ember.models SET tags = '{finance}' WHERE id = 'light-health'$$, 'EM022', NULL,
                  'nor a tag a running shadow run''s generation carries');

@@ -4,21 +4,21 @@ SELECT plan(37);
 -- Tables hold their own invariants (issue 8, item 9), whatever writes to them.
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('main', 'main', p_now => '2026-03-01 08:00Z');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8', '2026-03-01 08:00Z');
-SELECT ember.create_thread('open1', 'side', 'Open', NULL, 'open', NULL, '2026-03-01 08:00Z');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-03-01 08:00Z');
-SELECT ember.ensure_steward_thread('2026-03-01 07:00Z');
-SELECT ember.append_message('open1', 'user', 'I prefer tea.', p_now => '2026-03-01 09:00Z') AS m_open \gset
-SELECT ember.append_message('vault', 'user', 'my diary', p_now => '2026-03-01 09:00Z') AS m_vault \gset
-SELECT ember.append_message('doc', 'user', 'knee hurts', p_now => '2026-03-01 09:00Z') AS m_doc \gset
-SELECT ember.append_message('main', 'event', 'doc: booked', NULL, NULL, NULL, NULL, NULL, 'doc', '2026-03-01 09:01Z')
+SELECT ember.create_thread('default', 'main', 'main', p_now => '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8', '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'open1', 'side', 'Open', NULL, 'open', NULL, '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-03-01 08:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-03-01 07:00Z');
+SELECT ember.append_message('default', 'open1', 'user', 'I prefer tea.', p_now => '2026-03-01 09:00Z') AS m_open \gset
+SELECT ember.append_message('default', 'vault', 'user', 'my diary', p_now => '2026-03-01 09:00Z') AS m_vault \gset
+SELECT ember.append_message('default', 'doc', 'user', 'knee hurts', p_now => '2026-03-01 09:00Z') AS m_doc \gset
+SELECT ember.append_message('default', 'main', 'event', 'doc: booked', NULL, NULL, NULL, NULL, NULL, 'doc', '2026-03-01 09:01Z')
     AS m_brought \gset
 
 -- Message rows are immutable.
 SELECT throws_ok(format($$UPDATE ember.messages SET content = 'I prefer coffee.' WHERE id = %s$$, :m_open), 'EM017', NULL,
                  'a message''s content cannot be rewritten');
-SELECT throws_ok(format($$UPDATE ember.messages SET thread_id = 'open1', generation_id = ember.latest_generation('open1') WHERE id = %s$$,
+SELECT throws_ok(format($$UPDATE ember.messages SET thread_id = 'open1', generation_id = ember.latest_generation('default', 'open1') WHERE id = %s$$,
                         :m_vault), 'EM017', NULL,
                  'an isolated row cannot be moved into an open thread');
 SELECT is((SELECT count(*)::int FROM ember.backlog WHERE id = :m_vault), 0, 'so it never reaches the backlog');
@@ -43,7 +43,7 @@ SELECT throws_ok(format($$UPDATE ember.messages SET episode_id = gen_random_uuid
                  'but only once');
 SELECT throws_ok(format($$UPDATE ember.messages SET episode_id = NULL WHERE id = %s$$, :m_open), 'EM017', NULL,
                  'and never cleared');
-SELECT ember.append_message('open1', 'assistant', 'noted', p_now => '2026-03-01 09:02Z') AS m_copy \gset
+SELECT ember.append_message('default', 'open1', 'assistant', 'noted', p_now => '2026-03-01 09:02Z') AS m_copy \gset
 SELECT lives_ok(format($$UPDATE ember.messages SET copied_from = %s WHERE id = %s$$, :m_open, :m_copy),
                 'the copy lineage may be set');
 SELECT throws_ok(format($$UPDATE ember.messages SET copied_from = NULL WHERE id = %s$$, :m_copy), 'EM017', NULL,
@@ -66,9 +66,9 @@ SELECT throws_ok($$UPDATE ember.generations SET labels = '{}' WHERE thread_id = 
 SELECT throws_ok($$UPDATE ember.generations SET thread_id = 'open1' WHERE thread_id = 'vault'$$, 'EM017', NULL,
                  'a generation never moves to another thread');
 SELECT throws_ok($$DELETE FROM ember.generations WHERE thread_id = 'open1'$$, 'EM017', NULL, 'generations are never deleted');
-SELECT throws_ok($$SELECT ember.start_generation('open1', '2026-03-01 07:59Z')$$, 'EM019', NULL,
+SELECT throws_ok($$SELECT ember.start_generation('default', 'open1', '2026-03-01 07:59Z')$$, 'EM019', NULL,
                  'a generation may not start before the previous one started');
-SELECT lives_ok($$SELECT ember.start_generation('open1', '2026-03-01 08:00Z')$$, 'at the same instant it may');
+SELECT lives_ok($$SELECT ember.start_generation('default', 'open1', '2026-03-01 08:00Z')$$, 'at the same instant it may');
 SELECT throws_ok($$UPDATE ember.generations SET ended_at = '2026-03-01 10:00Z' WHERE thread_id = 'open1' AND ordinal = 1$$,
                  'EM017', NULL, 'an ended generation''s end never moves');
 
@@ -81,7 +81,7 @@ SELECT lives_ok($$UPDATE ember.threads SET model = 'claude-haiku-4-5' WHERE id =
                 'an unlabelled thread may take any model');
 
 -- Reserved and unsafe ids are named errors, not raw check violations.
-SELECT throws_ok($$SELECT ember.create_thread('memory-steward', 'side')$$, 'EM016',
+SELECT throws_ok($$SELECT ember.create_thread('default', 'memory-steward', 'side')$$, 'EM016',
                  'thread id "memory-steward" is reserved for the memory steward''s record',
                  'the steward''s id is reserved, by name');
 SELECT throws_ok($$INSERT INTO ember.threads (id, kind) VALUES ('memory-steward', 'task')$$, 'EM016', NULL,
@@ -89,9 +89,9 @@ SELECT throws_ok($$INSERT INTO ember.threads (id, kind) VALUES ('memory-steward'
 
 -- Seals are not retroactive: a row forwarded or copied from a thread while it was open stays
 -- the receiving thread's row after the thread is sealed; only evidence citing its lineage fails.
-SELECT ember.create_thread('diary', 'side', 'Diary', NULL, 'open', NULL, '2026-03-01 08:00Z');
-SELECT ember.append_message('diary', 'user', 'I sleep badly', p_now => '2026-03-01 09:00Z') AS m_diary \gset
-SELECT ember.copy_messages('diary', ARRAY[:m_diary]::bigint[], 'open1', '2026-03-01 09:05Z') AS copied \gset
+SELECT ember.create_thread('default', 'diary', 'side', 'Diary', NULL, 'open', NULL, '2026-03-01 08:00Z');
+SELECT ember.append_message('default', 'diary', 'user', 'I sleep badly', p_now => '2026-03-01 09:00Z') AS m_diary \gset
+SELECT ember.copy_messages('default', 'diary', ARRAY[:m_diary]::bigint[], 'open1', '2026-03-01 09:05Z') AS copied \gset
 UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'diary';
 SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'diary'), 0, 'the sealed thread''s own rows leave the backlog');
 SELECT is((SELECT count(*)::int FROM ember.backlog WHERE content = 'I sleep badly' AND thread_id = 'open1'), 1,

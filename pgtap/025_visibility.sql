@@ -3,18 +3,18 @@ SELECT plan(38);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', 'claude-opus-4-8');
-SELECT ember.ensure_steward_thread();
-SELECT ember.append_message('main', 'user', 'hello main');
-SELECT ember.append_message('doc', 'user', 'knee: day 1');
-SELECT ember.append_message('doc', 'user', 'knee: day 2');
-SELECT ember.append_message('doc', 'user', 'knee: day 3');
-SELECT ember.append_message('plain', 'user', 'weather chat');
-SELECT ember.append_message('vault', 'user', 'diary');
-SELECT ember.append_steward_record('assistant', 'fact written');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', 'claude-opus-4-8');
+SELECT ember.ensure_steward_thread('default');
+SELECT ember.append_message('default', 'main', 'user', 'hello main');
+SELECT ember.append_message('default', 'doc', 'user', 'knee: day 1');
+SELECT ember.append_message('default', 'doc', 'user', 'knee: day 2');
+SELECT ember.append_message('default', 'doc', 'user', 'knee: day 3');
+SELECT ember.append_message('default', 'plain', 'user', 'weather chat');
+SELECT ember.append_message('default', 'vault', 'user', 'diary');
+SELECT ember.append_steward_record('default', 'assistant', 'fact written');
 
 -- Viewers.
 SELECT throws_ok($$SELECT ember.thread_hidden_reason('ghost', 'plain')$$, 'EM029', 'unknown viewer "ghost"',
@@ -23,7 +23,7 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread(NULL, 'plain')$$, 'EM029', 'u
                  'an unstated viewer is refused, not taken for the person');
 SELECT throws_ok($$SELECT * FROM ember.read_thread('human', 'ghost')$$, 'EM001', NULL,
                  'an unknown thread is a named error');
-SELECT throws_ok($$SELECT ember.create_thread('human', 'side')$$, 'EM016', NULL,
+SELECT throws_ok($$SELECT ember.create_thread('default', 'human', 'side')$$, 'EM016', NULL,
                  'no thread may take the id that names the person');
 
 -- The steward's record: an honest error for everyone.
@@ -62,7 +62,7 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread('plain', 'main')$$, 'EM028',
 SELECT throws_ok($$SELECT * FROM ember.read_thread('doc', 'main')$$, 'EM028', NULL,
                  'even from one whose model is tagged for everything main carries');
 SELECT ok(ember.thread_visible('memory-steward', 'main'), 'an unlabelled main is visible to the steward');
-SELECT ember.append_message('main', 'event', 'doc: knee better', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('default', 'main', 'event', 'doc: knee better', NULL, NULL, NULL, NULL, NULL, 'doc');
 SELECT ok(NOT ember.thread_visible('memory-steward', 'main'),
           'main is hidden from the steward while its labels exceed the steward model''s tags');
 SELECT is(ember.thread_hidden_reason('memory-steward', 'main'),
@@ -74,16 +74,16 @@ UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
 SELECT ok(ember.thread_visible('memory-steward', 'main'), 'main is visible once the steward''s model is tagged');
 SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.read_thread('memory-steward', 'main')),
           '{"hello main","doc: knee better"}'::text[], 'and the steward reads it');
-SELECT is(ember.generation_labels(ember.latest_generation('memory-steward')), '{health}'::text[],
+SELECT is(ember.generation_labels(ember.latest_generation('default', 'memory-steward')), '{health}'::text[],
           'reading main labels the steward''s generation with main''s labels');
 SELECT throws_ok($$SELECT * FROM ember.read_thread('plain', 'main')$$, 'EM028', NULL,
                  'main stays hidden from other agents');
 
 -- A carrier's older generations may be wider than its current one: rows are checked too.
-SELECT ember.start_generation('main');
-SELECT ember.append_message('main', 'user', 'new day');
+SELECT ember.start_generation('default', 'main');
+SELECT ember.append_message('default', 'main', 'user', 'new day');
 -- The steward's model may lose the tag only once the steward's context no longer carries it.
-SELECT ember.start_generation('memory-steward');
+SELECT ember.start_generation('default', 'memory-steward');
 UPDATE ember.models SET tags = '{}' WHERE id = 'claude-haiku-4-5';
 SELECT ok(ember.thread_visible('memory-steward', 'main'),
           'a fresh generation of main is visible to an untagged steward');
@@ -94,10 +94,10 @@ SELECT throws_ok($$SELECT * FROM ember.read_thread('memory-steward', 'main', 2)$
 
 -- A carrier that reads records what it read.
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
-SELECT ember.start_generation('main');
-SELECT is(ember.generation_labels(ember.latest_generation('main')), '{}'::text[], 'main starts a clean generation');
+SELECT ember.start_generation('default', 'main');
+SELECT is(ember.generation_labels(ember.latest_generation('default', 'main')), '{}'::text[], 'main starts a clean generation');
 SELECT is((SELECT count(*)::int FROM ember.read_thread('main', 'doc')), 3, 'main reads a category thread');
-SELECT is(ember.generation_labels(ember.latest_generation('main')), '{health}'::text[],
+SELECT is(ember.generation_labels(ember.latest_generation('default', 'main')), '{health}'::text[],
           'and its generation carries that category from then on');
 SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'plain'), 0,
           'a thread that is not a carrier records nothing when it reads');

@@ -3,18 +3,18 @@ SELECT plan(22);
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
 
 -- Before the steward thread exists: main was the old steward's record.
-SELECT ember.append_message('main', 'tool_result', 'old steward tool call', NULL, NULL, 'c1', 'steward_write',
+SELECT ember.append_message('default', 'main', 'tool_result', 'old steward tool call', NULL, NULL, 'c1', 'steward_write',
                             'ok', NULL, '2026-12-01 09:01Z');
-SELECT ember.append_message('plain', 'user', 'plain before', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:02Z');
-SELECT ember.append_message('doc', 'user', 'knee hurts', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:03Z');
-SELECT ember.append_message('vault', 'user', 'diary', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:04Z');
+SELECT ember.append_message('default', 'plain', 'user', 'plain before', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:02Z');
+SELECT ember.append_message('default', 'doc', 'user', 'knee hurts', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:03Z');
+SELECT ember.append_message('default', 'vault', 'user', 'diary', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 09:04Z');
 
 SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 0,
           'with no steward thread yet, no row of main is in the backlog');
@@ -25,10 +25,10 @@ SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'doc'), 0,
 SELECT is((SELECT waiting_rows FROM ember.backlog_waiting WHERE thread_id = 'doc'), 1,
           'they wait, and backlog_waiting says so');
 
-SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
-SELECT ember.append_message('main', 'user', 'remember I hate calls', NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:10Z');
+SELECT ember.append_message('default', 'main', 'user', 'remember I hate calls', NULL, NULL, NULL, NULL, NULL, NULL,
                             '2026-12-01 09:20Z');
-SELECT ember.append_steward_record('assistant', 'wrote a fact', p_now => '2026-12-01 09:21Z');
+SELECT ember.append_steward_record('default', 'assistant', 'wrote a fact', p_now => '2026-12-01 09:21Z');
 
 SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'main'), '{"remember I hate calls"}'::text[],
           'main''s rows from after the steward thread was created are in the backlog');
@@ -57,7 +57,7 @@ SELECT is((SELECT array_agg(content) FROM ember.backlog WHERE thread_id = 'doc')
 SELECT is((SELECT count(*)::int FROM ember.backlog_waiting WHERE thread_id = 'doc'), 0, 'and no longer wait');
 
 -- Main waits like a category thread while its labels exceed the steward's tags.
-SELECT ember.append_message('main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank', '2026-12-01 09:30Z');
+SELECT ember.append_message('default', 'main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank', '2026-12-01 09:30Z');
 SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 0,
           'a main labelled beyond the steward''s tags leaves the backlog');
 SELECT is((SELECT waiting_rows || ' ' || labels::text FROM ember.backlog_waiting WHERE thread_id = 'main'),
@@ -67,8 +67,8 @@ SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'main'), 2,
           'a steward model tagged for main''s labels reads main again');
 
 -- Rows are checked too: an earlier generation may be wider than main's current one.
-SELECT ember.start_generation('main', '2026-12-01 10:00Z');
-SELECT ember.append_message('main', 'user', 'new day', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 10:01Z');
+SELECT ember.start_generation('default', 'main', '2026-12-01 10:00Z');
+SELECT ember.append_message('default', 'main', 'user', 'new day', NULL, NULL, NULL, NULL, NULL, NULL, '2026-12-01 10:01Z');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
 SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.backlog WHERE thread_id = 'main'),
           '{"new day"}'::text[],
@@ -81,9 +81,9 @@ SELECT ok((SELECT bool_and(NOT ember.is_steward_thread(thread_id) AND NOT ember.
 
 -- A main row written at exactly the steward thread's creation time is out of both views, as the
 -- seed's "created_at >" predicate has it; one a microsecond later is in (issue 8, item 10a).
-SELECT ember.append_message('main', 'user', 'at the instant', p_now => (SELECT created_at FROM ember.threads
+SELECT ember.append_message('default', 'main', 'user', 'at the instant', p_now => (SELECT created_at FROM ember.threads
                                                                        WHERE id = 'memory-steward'));
-SELECT ember.append_message('main', 'user', 'just after', p_now => (SELECT created_at + interval '1 microsecond'
+SELECT ember.append_message('default', 'main', 'user', 'just after', p_now => (SELECT created_at + interval '1 microsecond'
                                                                     FROM ember.threads WHERE id = 'memory-steward'));
 SELECT is((SELECT array_agg(content ORDER BY seq) FROM ember.backlog
            WHERE content IN ('at the instant', 'just after')), '{"just after"}'::text[],

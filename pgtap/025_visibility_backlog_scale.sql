@@ -110,20 +110,20 @@ $$;
 
 SELECT ember.define_category('health');
 SELECT ember.define_category('finance');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
-SELECT ember.append_message(t, 'user', 'early ' || t, p_now => '2026-12-01 09:05Z')
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
+SELECT ember.append_message('default', t, 'user', 'early ' || t, p_now => '2026-12-01 09:05Z')
 FROM unnest(ARRAY['main', 'doc', 'bank', 'plain', 'vault']) AS t;
 SELECT * FROM pg_temp.same('no steward yet');
 
-SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
-SELECT ember.append_message(t, 'assistant', 'later ' || t, p_now => '2026-12-01 09:20Z')
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:10Z');
+SELECT ember.append_message('default', t, 'assistant', 'later ' || t, p_now => '2026-12-01 09:20Z')
 FROM unnest(ARRAY['main', 'doc', 'bank', 'plain', 'vault']) AS t;
-SELECT ember.append_steward_record('assistant', 'later memory-steward', p_now => '2026-12-01 09:20Z');
-SELECT ember.append_message('main', 'event', 'doc: results', NULL, NULL, NULL, NULL, NULL, 'doc', '2026-12-01 09:21Z');
+SELECT ember.append_steward_record('default', 'assistant', 'later memory-steward', p_now => '2026-12-01 09:20Z');
+SELECT ember.append_message('default', 'main', 'event', 'doc: results', NULL, NULL, NULL, NULL, NULL, 'doc', '2026-12-01 09:21Z');
 SELECT * FROM pg_temp.same('a steward whose model is tagged for nothing');
 SELECT ok((SELECT count(*) FROM ember.backlog_waiting) >= 3, 'labelled threads and main wait for a tagged model');
 
@@ -137,8 +137,8 @@ SELECT ok((SELECT count(*) FROM ember.backlog WHERE thread_id IN ('doc', 'bank',
           'and labelled rows and main''s later rows are in the backlog');
 
 SELECT ember.define_category('legal');
-SELECT ember.create_thread('lawyer', 'side', 'Lawyer', 'legal', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.append_message('lawyer', 'user', 'contract', p_now => '2026-12-01 09:30Z');
+SELECT ember.create_thread('default', 'lawyer', 'side', 'Lawyer', 'legal', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.append_message('default', 'lawyer', 'user', 'contract', p_now => '2026-12-01 09:30Z');
 UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE content LIKE 'early%';
 SELECT * FROM pg_temp.same('a category added since, and digested rows');
 

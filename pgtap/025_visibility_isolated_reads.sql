@@ -7,12 +7,12 @@ SELECT plan(9);
 -- derived from a thread sealed since, or the rows of that thread. A function added later is
 -- walked without being listed here.
 
-SELECT ember.create_thread('main', 'main', p_now => '2026-03-01 08:00Z');
-SELECT ember.ensure_steward_thread('2026-03-01 08:00Z');
-SELECT ember.create_thread('diary', 'side', 'Diary', p_now => '2026-03-01 08:00Z');
-SELECT ember.append_message('diary', 'user', 'Sealmarker: I am seeing a therapist.', p_now => '2026-03-01 09:00Z') AS m_secret \gset
-SELECT ember.create_thread('plain', 'side', 'Plain', p_now => '2026-03-01 08:00Z');
-SELECT ember.append_message('plain', 'user', 'I like green tea.', p_now => '2026-03-01 09:00Z') AS m_tea \gset
+SELECT ember.create_thread('default', 'main', 'main', p_now => '2026-03-01 08:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'diary', 'side', 'Diary', p_now => '2026-03-01 08:00Z');
+SELECT ember.append_message('default', 'diary', 'user', 'Sealmarker: I am seeing a therapist.', p_now => '2026-03-01 09:00Z') AS m_secret \gset
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', p_now => '2026-03-01 08:00Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I like green tea.', p_now => '2026-03-01 09:00Z') AS m_tea \gset
 
 -- source_threads as the steward's write_fact records them: the threads the evidence came from.
 INSERT INTO ember.facts (text, evidence_kind, source_threads, created_at, updated_at)
@@ -26,7 +26,7 @@ INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id) VALUES (:f_tea, 1
 
 SELECT is((SELECT count(*)::int FROM ember.facts_as_of('2026-03-02', 'recorded') WHERE text LIKE 'Sealmarker%'), 1,
           'before the seal, the fact is in the recorded history');
-SELECT ember.seal_thread('diary');
+SELECT ember.seal_thread('default', 'diary');
 
 SELECT is((SELECT array_agg(text) FROM ember.facts_as_of('2026-03-02', 'recorded')), ARRAY['The user likes green tea.'],
           'facts_as_of (recorded) leaves out a fact derived from a thread sealed since');
@@ -42,6 +42,7 @@ CREATE FUNCTION pg_temp.argument(p_name text, p_type regtype, p_fact bigint) RET
     SELECT CASE
         -- An automated reader (main); the person reads their own isolated thread, but no model does.
         WHEN p_name IN ('p_viewer') THEN quote_literal('main')
+        WHEN p_name = 'p_tenant' THEN quote_literal('default')
         WHEN p_name IN ('p_thread', 'p_from', 'p_to', 'p_id') AND p_type = 'text'::regtype THEN quote_literal('diary')
         WHEN p_name IN ('p_query', 'p_text') THEN quote_literal('Sealmarker therapist')
         WHEN p_name = 'p_axis' THEN quote_literal('recorded')
@@ -54,8 +55,8 @@ CREATE FUNCTION pg_temp.argument(p_name text, p_type regtype, p_fact bigint) RET
         WHEN p_type = 'boolean'::regtype THEN 'true'
         WHEN p_type IN ('json'::regtype, 'jsonb'::regtype) THEN quote_literal('{}') || '::' || p_type::text
         WHEN p_type = 'text[]'::regtype THEN quote_literal('{}') || '::text[]'
-        WHEN p_type = 'uuid'::regtype THEN format('ember.latest_generation(%L)', 'diary')
-        WHEN p_type = 'uuid[]'::regtype THEN format('ARRAY[ember.latest_generation(%L)]', 'diary')
+        WHEN p_type = 'uuid'::regtype THEN format('ember.latest_generation(%L, %L)', 'default', 'diary')
+        WHEN p_type = 'uuid[]'::regtype THEN format('ARRAY[ember.latest_generation(%L, %L)]', 'default', 'diary')
         WHEN p_type = 'text'::regtype THEN quote_literal('diary')
         ELSE 'NULL::' || p_type::text
     END

@@ -3,22 +3,22 @@ SELECT plan(12);
 
 -- A thread's seal may tighten (open to isolated) and is then honoured everywhere at once; it never
 -- loosens, since an isolated thread may hold rows forwarded or copied from other isolated threads.
-SELECT ember.create_thread('main', 'main');
-SELECT ember.ensure_steward_thread(now() - interval '1 hour');
-SELECT ember.create_thread('notes', 'side', 'Notes', NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('peer', 'side', 'Peer', NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.ensure_steward_thread('default', now() - interval '1 hour');
+SELECT ember.create_thread('default', 'notes', 'side', 'Notes', NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'peer', 'side', 'Peer', NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
 SELECT ember.shadow_activate(now() - interval '1 hour');
 
-SELECT ember.append_message('notes', 'user', 'my knee hurts');
-SELECT ember.append_message('notes', 'assistant', 'see a doctor');
-SELECT ember.shadow_memory_changed('notes', 'task-ended');
+SELECT ember.append_message('default', 'notes', 'user', 'my knee hurts');
+SELECT ember.append_message('default', 'notes', 'assistant', 'see a doctor');
+SELECT ember.shadow_memory_changed('default', 'notes', 'task-ended');
 SELECT (ember.claim_shadow_run('w1', '10 minutes') ->> 'run_id')::bigint AS run_id,
        (ember.claim_shadow_run('w1', '10 minutes')) IS NULL AS nothing_else \gset
 SELECT (SELECT lease_token FROM ember.shadow_runs WHERE id = :run_id) AS token \gset
-SELECT ember.note_prefix('notes', '{"model": "claude-sonnet-4-6", "tools": [{"name": "shadow_memory_propose"}]}', '{}');
-SELECT ember.append_message('notes', 'assistant', 'and rest');
-SELECT ember.shadow_memory_changed('notes', 'thread-active');
+SELECT ember.note_prefix('default', 'notes', '{"model": "claude-sonnet-4-6", "tools": [{"name": "shadow_memory_propose"}]}', '{}');
+SELECT ember.append_message('default', 'notes', 'assistant', 'and rest');
+SELECT ember.shadow_memory_changed('default', 'notes', 'thread-active');
 
 SELECT lives_ok($$UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'notes'$$,
                 'an open thread may be sealed');

@@ -10,26 +10,26 @@ CREATE FUNCTION pg_temp.gen(p_id uuid) RETURNS jsonb LANGUAGE sql AS $$
     SELECT jsonb_build_array(jsonb_build_object('generation_id', p_id))
 $$;
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.create_thread('s2', 'side', 'Other topic');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.create_thread('default', 's2', 'side', 'Other topic');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
 
-SELECT ember.append_message('s1', 'user', 'I prefer tea.') AS m_user \gset
-SELECT ember.append_message('s1', 'user', 'Should we use Postgres?') AS m_question \gset
-SELECT ember.append_message('s1', 'assistant', 'Let us store everything in Postgres.') AS m_conclusion \gset
-SELECT ember.append_message('s1', 'user', 'Yes, go with Postgres.') AS m_accept \gset
-SELECT ember.append_message('s1', 'user', 'forwarded by main', 'main') AS m_from_main \gset
-SELECT ember.append_message('s1', 'tool_result', '200 OK', NULL, NULL, 'c1', 'http_get', 'ok') AS m_tool_ok \gset
-SELECT ember.append_message('s1', 'tool_result', '500', NULL, NULL, 'c2', 'http_get', 'error') AS m_tool_err \gset
-SELECT ember.append_message(
+SELECT ember.append_message('default', 's1', 'user', 'I prefer tea.') AS m_user \gset
+SELECT ember.append_message('default', 's1', 'user', 'Should we use Postgres?') AS m_question \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Let us store everything in Postgres.') AS m_conclusion \gset
+SELECT ember.append_message('default', 's1', 'user', 'Yes, go with Postgres.') AS m_accept \gset
+SELECT ember.append_message('default', 's1', 'user', 'forwarded by main', 'main') AS m_from_main \gset
+SELECT ember.append_message('default', 's1', 'tool_result', '200 OK', NULL, NULL, 'c1', 'http_get', 'ok') AS m_tool_ok \gset
+SELECT ember.append_message('default', 's1', 'tool_result', '500', NULL, NULL, 'c2', 'http_get', 'error') AS m_tool_err \gset
+SELECT ember.append_message('default', 
     's1', 'tool_result', 'relayed result', NULL, NULL, 'c3', 'http_get', 'ok', 's2'
 ) AS m_relayed \gset
-SELECT ember.append_message('s2', 'user', 'I live in Lisbon.') AS m_s2_user \gset
-SELECT ember.append_message('s2', 'assistant', 'So you are in Lisbon.') AS m_s2_conclusion \gset
-SELECT ember.append_message('s2', 'user', 'Right.') AS m_s2_accept \gset
-SELECT ember.append_message('s2', 'tool_result', 'ok', NULL, NULL, 'c4', 'ls', 'ok') AS m_s2_tool \gset
-SELECT ember.append_message('vault', 'user', 'my secret') AS m_vault \gset
+SELECT ember.append_message('default', 's2', 'user', 'I live in Lisbon.') AS m_s2_user \gset
+SELECT ember.append_message('default', 's2', 'assistant', 'So you are in Lisbon.') AS m_s2_conclusion \gset
+SELECT ember.append_message('default', 's2', 'user', 'Right.') AS m_s2_accept \gset
+SELECT ember.append_message('default', 's2', 'tool_result', 'ok', NULL, NULL, 'c4', 'ls', 'ok') AS m_s2_tool \gset
+SELECT ember.append_message('default', 'vault', 'user', 'my secret') AS m_vault \gset
 SELECT id AS g_s1 FROM ember.generations WHERE thread_id = 's1' \gset
 SELECT id AS g_s2 FROM ember.generations WHERE thread_id = 's2' \gset
 
@@ -144,10 +144,10 @@ SELECT matches(ember.check_evidence('s1', 'observed-outcome', pg_temp.gen(:'g_s2
                'not in thread "s1"', 'shadow: a generation of another thread is refused');
 SELECT matches(ember.check_evidence('s1', 'tool-verified', pg_temp.msg(:m_relayed)),
                'not in thread "s1"', 'shadow: a row of this thread relayed from another thread is refused (lineage)');
-SELECT (ember.copy_messages('s2', ARRAY[:m_s2_user]::bigint [], 's1'))[1] AS m_copied \gset
+SELECT (ember.copy_messages('default', 's2', ARRAY[:m_s2_user]::bigint [], 's1'))[1] AS m_copied \gset
 SELECT matches(ember.check_evidence('s1', 'user-stated', pg_temp.msg(:m_copied)),
                'not in thread "s1"', 'shadow: a row copied into this thread from another is refused (lineage)');
-SELECT (ember.copy_messages('s1', ARRAY[:m_copied]::bigint [], 'main'))[1] AS m_copy_of_copy \gset
+SELECT (ember.copy_messages('default', 's1', ARRAY[:m_copied]::bigint [], 'main'))[1] AS m_copy_of_copy \gset
 SELECT is((SELECT copied_from FROM ember.messages WHERE id = :m_copy_of_copy), :m_s2_user::bigint,
           'a copy of a copy remembers the first original');
 SELECT is(ember.check_evidence(NULL, 'tool-verified', pg_temp.msg(:m_relayed), false), NULL,
@@ -197,11 +197,11 @@ SELECT matches(ember.check_evidence('s1', 'user-stated', pg_temp.msg(:m_user), t
                'not a row or generation this run', 'check_evidence applies the seen sets when given');
 
 -- user-accepted pairs every cited conclusion with an explicit human reply (issue 8, item 3).
-SELECT ember.append_message('s1', 'assistant', 'Conclusion A: tea at four.') AS ua_a \gset
-SELECT ember.append_message('s1', 'user', 'Yes, agreed.') AS ua_yes \gset
-SELECT ember.append_message('s1', 'assistant', 'Conclusion B: and coffee at nine.') AS ua_b \gset
-SELECT ember.append_message('s1', 'assistant', 'Conclusion C: biscuits.') AS ua_c \gset
-SELECT ember.append_message('s1', 'user', 'Fine.') AS ua_fine \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Conclusion A: tea at four.') AS ua_a \gset
+SELECT ember.append_message('default', 's1', 'user', 'Yes, agreed.') AS ua_yes \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Conclusion B: and coffee at nine.') AS ua_b \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Conclusion C: biscuits.') AS ua_c \gset
+SELECT ember.append_message('default', 's1', 'user', 'Fine.') AS ua_fine \gset
 SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes)), NULL, 'A then its acceptance is evidence');
 SELECT is(ember.check_evidence('s1', 'user-accepted', pg_temp.msg(:ua_a, :ua_yes, :ua_b)),
           format('pointer 3 (message %s): user-accepted evidence needs a human user message, in the same thread and '

@@ -31,13 +31,13 @@ CREATE FUNCTION pg_temp.propose(
     RETURNING 'stored'
 $$;
 
-SELECT ember.create_thread('s1', 'side');
-SELECT ember.create_thread('s2', 'side');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.append_message('s1', 'user', 'I prefer tea.') AS m_s1 \gset
-SELECT ember.append_message('s1', 'tool_result', 'relayed', NULL, NULL, 'c1', 'ls', 'ok', 's2') AS m_relayed \gset
-SELECT ember.append_message('s2', 'user', 'I live in Lisbon.') AS m_s2 \gset
-SELECT ember.append_message('vault', 'user', 'my secret') AS m_vault \gset
+SELECT ember.create_thread('default', 's1', 'side');
+SELECT ember.create_thread('default', 's2', 'side');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.append_message('default', 's1', 'user', 'I prefer tea.') AS m_s1 \gset
+SELECT ember.append_message('default', 's1', 'tool_result', 'relayed', NULL, NULL, 'c1', 'ls', 'ok', 's2') AS m_relayed \gset
+SELECT ember.append_message('default', 's2', 'user', 'I live in Lisbon.') AS m_s2 \gset
+SELECT ember.append_message('default', 'vault', 'user', 'my secret') AS m_vault \gset
 SELECT pg_temp.new_run('s1') AS r_s1 \gset
 SELECT pg_temp.new_run('s2') AS r_s2 \gset
 SELECT pg_temp.new_run('vault') AS r_vault \gset

@@ -5,10 +5,10 @@ SELECT plan(8);
 -- undigested counts) against a from-scratch recomputation, after a random mix of appends, human
 -- rows (cancels), tags added and removed, failures, seals, turns, claims and submits.
 SELECT ember.define_category('health');
-SELECT ember.create_thread('main', 'main');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.ensure_steward_thread('default');
 SELECT ember.shadow_activate('2026-03-01 11:00+00');
-SELECT ember.create_thread('t' || i, CASE WHEN i % 4 = 0 THEN 'task' ELSE 'side' END, NULL,
+SELECT ember.create_thread('default', 't' || i, CASE WHEN i % 4 = 0 THEN 'task' ELSE 'side' END, NULL,
                            CASE WHEN i % 3 = 0 THEN 'health' END, 'open', NULL, '2026-03-01 11:00+00')
 FROM generate_series(1, 12) AS i;
 
@@ -32,17 +32,17 @@ BEGIN
         BEGIN
             CASE v_action
                 WHEN 0, 1 THEN
-                    PERFORM ember.append_message(v_thread, 'assistant', 'noted ' || i, NULL, NULL, NULL, NULL,
+                    PERFORM ember.append_message('default', v_thread, 'assistant', 'noted ' || i, NULL, NULL, NULL, NULL,
                                                  NULL, NULL, pg_temp.at(v_minute));
                 WHEN 2 THEN
-                    PERFORM ember.append_message(v_thread, 'user', 'I said ' || i, 'human', NULL, NULL, NULL,
+                    PERFORM ember.append_message('default', v_thread, 'user', 'I said ' || i, 'human', NULL, NULL, NULL,
                                                  NULL, NULL, pg_temp.at(v_minute));
                 WHEN 3 THEN
-                    PERFORM ember.task_ended(v_thread, pg_temp.at(v_minute));
+                    PERFORM ember.task_ended('default', v_thread, pg_temp.at(v_minute));
                 WHEN 4 THEN
-                    PERFORM ember.turn_started(v_thread, pg_temp.at(v_minute));
+                    PERFORM ember.turn_started('default', v_thread, pg_temp.at(v_minute));
                 WHEN 5 THEN
-                    PERFORM ember.turn_ended(v_thread, random() < 0.5, pg_temp.at(v_minute));
+                    PERFORM ember.turn_ended('default', v_thread, random() < 0.5, pg_temp.at(v_minute));
                 WHEN 6 THEN
                     UPDATE ember.models SET tags = CASE WHEN tags = '{}' THEN '{health}'::text[] ELSE '{}' END
                     WHERE id = 'claude-haiku-4-5';
@@ -50,7 +50,7 @@ BEGIN
                     IF random() < 0.15 THEN
                         UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = v_thread;
                     ELSE
-                        PERFORM ember.start_generation(v_thread, pg_temp.at(v_minute));
+                        PERFORM ember.start_generation('default', v_thread, pg_temp.at(v_minute));
                     END IF;
                 ELSE
                     -- A claim, then a submit: failed, completed, or released (abandoned).

@@ -11,7 +11,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_plan jsonb;
 BEGIN
-    PERFORM ember.shadow_memory_changed(p_thread, 'turn-failed', pg_temp.at(p_minutes));
+    PERFORM ember.shadow_memory_changed('default', p_thread, 'turn-failed', pg_temp.at(p_minutes));
     v_plan := ember.claim_shadow_run('w', '5 minutes', pg_temp.at(p_minutes + 1));
     IF v_plan IS NULL THEN
         RETURN NULL;
@@ -26,9 +26,9 @@ BEGIN
 END;
 $$;
 
-SELECT ember.create_thread('s', 'side');
+SELECT ember.create_thread('default', 's', 'side');
 SELECT ember.shadow_activate(pg_temp.at(-10));
-SELECT ember.append_message('s', 'assistant', 'hard to summarise', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.append_message('default', 's', 'assistant', 'hard to summarise', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
 
 SELECT isnt(pg_temp.failing_offer('s', 10), NULL, 'the first failing offer runs');
 SELECT isnt(pg_temp.failing_offer('s', 20), NULL, 'the second failing offer runs');
@@ -54,78 +54,78 @@ SELECT ember.submit_shadow_run((:'fourth'::jsonb ->> 'run_id')::bigint, (:'fourt
         'usage', jsonb_build_object('input_tokens', 1, 'cache_read_input_tokens', 0, 'cache_creation_5m_input_tokens', 0,
                                     'cache_creation_1h_input_tokens', 0, 'output_tokens', 1),
         'latency_ms', 1, 'finished_at', pg_temp.at(33) + interval '6 hours', 'proposals', '[]'::jsonb));
-SELECT ember.append_message('s', 'assistant', 'more', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(400));
+SELECT ember.append_message('default', 's', 'assistant', 'more', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(400));
 SELECT pg_temp.failing_offer('s', 410);
 SELECT pg_temp.failing_offer('s', 420);
 SELECT isnt(pg_temp.failing_offer('s', 430), NULL, 'after a success, failures count from zero again');
 SELECT is(pg_temp.failing_offer('s', 440), NULL, 'and three new failures hold the thread back again');
 
 -- Failures count within one generation.
-SELECT ember.create_thread('g', 'side', p_now => pg_temp.at(-60));
-SELECT ember.append_message('g', 'assistant', 'gen 1 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.create_thread('default', 'g', 'side', p_now => pg_temp.at(-60));
+SELECT ember.append_message('default', 'g', 'assistant', 'gen 1 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
                                started_at, finished_at, worker, lease_token, lease_expires_at)
-SELECT 'g', ember.current_generation('g'), 'cold', 'claude-haiku-4-5', 'failed', 'boom', 0, 0,
+SELECT 'g', ember.current_generation('default', 'g'), 'cold', 'claude-haiku-4-5', 'failed', 'boom', 0, 0,
        pg_temp.at(i), pg_temp.at(i), 'w', gen_random_uuid(), pg_temp.at(i + 5)
 FROM generate_series(1, 3) AS i;
-SELECT ember.shadow_memory_changed('g', 'task-ended', pg_temp.at(4));
+SELECT ember.shadow_memory_changed('default', 'g', 'task-ended', pg_temp.at(4));
 SELECT ok(NOT EXISTS (SELECT 1 FROM ember.shadow_ready(pg_temp.at(5)) WHERE thread_id = 'g'),
           'three failures in the generation to read hold the thread back');
 -- The first generation is read through (a cursor placed there for the test); the new one has not failed.
 INSERT INTO ember.shadow_cursors (thread_id, generation_id, baseline_seq, initialization, created_at)
-SELECT 'g', ember.current_generation('g'), (SELECT max(seq) FROM ember.messages WHERE thread_id = 'g'), 'enabled', pg_temp.at(5);
-SELECT ember.start_generation('g', pg_temp.at(6));
-SELECT ember.append_message('g', 'assistant', 'gen 2 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(6));
+SELECT 'g', ember.current_generation('default', 'g'), (SELECT max(seq) FROM ember.messages WHERE thread_id = 'g'), 'enabled', pg_temp.at(5);
+SELECT ember.start_generation('default', 'g', pg_temp.at(6));
+SELECT ember.append_message('default', 'g', 'assistant', 'gen 2 row', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(6));
 SELECT ok(EXISTS (SELECT 1 FROM ember.shadow_ready(pg_temp.at(7)) WHERE thread_id = 'g'),
           'failures of another generation do not hold back the next one');
 
 
 -- Cancelled and abandoned runs neither count toward the backoff nor reset it (issue 8, item 10c).
-SELECT ember.create_thread('k', 'side', p_now => pg_temp.at(-60));
-SELECT ember.create_thread('k2', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('default', 'k', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('default', 'k2', 'side', p_now => pg_temp.at(-60));
 CREATE FUNCTION pg_temp.run_as(p_thread text, p_status text, p_minute integer) RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
                                    started_at, finished_at, worker, lease_token, lease_expires_at)
-    VALUES (p_thread, ember.current_generation(p_thread), 'cold', 'claude-haiku-4-5', p_status,
+    VALUES (p_thread, ember.current_generation('default', p_thread), 'cold', 'claude-haiku-4-5', p_status,
             CASE WHEN p_status <> 'completed' THEN p_status END, 0, 0,
             pg_temp.at(p_minute), pg_temp.at(p_minute), 'w', gen_random_uuid(), pg_temp.at(p_minute + 5))
 $$;
 SELECT pg_temp.run_as('k', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4),
                                              ('failed', 5)) AS v (s, m);
-SELECT is(ember.shadow_backoff_until('k', ember.current_generation('k')), pg_temp.at(5) + interval '6 hours',
+SELECT is(ember.shadow_backoff_until('k', ember.current_generation('default', 'k')), pg_temp.at(5) + interval '6 hours',
           'a cancelled and an abandoned run between failures do not reset the count');
 SELECT pg_temp.run_as('k2', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4))
     AS v (s, m);
-SELECT is(ember.shadow_backoff_until('k2', ember.current_generation('k2')), NULL,
+SELECT is(ember.shadow_backoff_until('k2', ember.current_generation('default', 'k2')), NULL,
           'nor count as failures: two failures, a cancel and an abandon hold nothing back');
 
 -- A run whose lease lapsed lost its worker on this thread: a poison answer that kills or wedges
 -- the worker does it again on every offer, so lapsed leases count like failures (and the model is
 -- not called every lease period forever). A run released on shutdown says nothing of the thread.
-SELECT ember.create_thread('lapse', 'side', p_now => pg_temp.at(-60));
-SELECT ember.create_thread('rel', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('default', 'lapse', 'side', p_now => pg_temp.at(-60));
+SELECT ember.create_thread('default', 'rel', 'side', p_now => pg_temp.at(-60));
 CREATE FUNCTION pg_temp.run_err(p_thread text, p_status text, p_error text, p_minute integer) RETURNS void
 LANGUAGE sql AS $$
     INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
                                    started_at, finished_at, worker, lease_token, lease_expires_at)
-    VALUES (p_thread, ember.current_generation(p_thread), 'cold', 'claude-haiku-4-5', p_status, p_error, 0, 0,
+    VALUES (p_thread, ember.current_generation('default', p_thread), 'cold', 'claude-haiku-4-5', p_status, p_error, 0, 0,
             pg_temp.at(p_minute), pg_temp.at(p_minute), 'w', gen_random_uuid(), pg_temp.at(p_minute + 5))
 $$;
 SELECT pg_temp.run_err('lapse', 'abandoned', 'lease expired', m) FROM generate_series(1, 3) AS m;
-SELECT is(ember.shadow_backoff_until('lapse', ember.current_generation('lapse')), pg_temp.at(3) + interval '6 hours',
+SELECT is(ember.shadow_backoff_until('lapse', ember.current_generation('default', 'lapse')), pg_temp.at(3) + interval '6 hours',
           'three lapsed leases in a generation hold it back like three failures');
 SELECT pg_temp.run_err('rel', 'abandoned', 'released', m) FROM generate_series(1, 3) AS m;
-SELECT is(ember.shadow_backoff_until('rel', ember.current_generation('rel')), NULL,
+SELECT is(ember.shadow_backoff_until('rel', ember.current_generation('default', 'rel')), NULL,
           'runs released at a shutdown do not count');
 
 -- A run the user interrupted whose worker never reports back is recorded cancelled by tick (item 4).
-SELECT ember.create_thread('u', 'side', p_now => pg_temp.at(-60));
-SELECT ember.append_message('u', 'assistant', 'working on it', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(500));
-SELECT ember.shadow_memory_changed('u', 'task-ended', pg_temp.at(501));
+SELECT ember.create_thread('default', 'u', 'side', p_now => pg_temp.at(-60));
+SELECT ember.append_message('default', 'u', 'assistant', 'working on it', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(500));
+SELECT ember.shadow_memory_changed('default', 'u', 'task-ended', pg_temp.at(501));
 SELECT (ember.claim_shadow_run('w', '5 minutes', pg_temp.at(502)) ->> 'run_id')::bigint AS u_run \gset
 -- The human speaks in the claimed run's thread (whichever ready thread the claim took).
-SELECT ember.append_message((SELECT thread_id FROM ember.shadow_runs WHERE id = :u_run), 'user', 'stop, wrong plan',
+SELECT ember.append_message('default', (SELECT thread_id FROM ember.shadow_runs WHERE id = :u_run), 'user', 'stop, wrong plan',
                             NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(503));
 SELECT is(ember.tick(pg_temp.at(510)) -> 'runs_cancelled', jsonb_build_array(:u_run),
           'tick reports the expired, user-interrupted run as cancelled');

@@ -2,11 +2,11 @@ BEGIN;
 SELECT plan(33);
 
 SELECT ember.define_category('finance');
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('vault', 'side', NULL, NULL, 'isolated');
-SELECT ember.create_thread('c', 'side');
-SELECT ember.create_thread('h', 'side');
-SELECT ember.create_thread('bank', 'side', NULL, 'finance');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 'vault', 'side', NULL, NULL, 'isolated');
+SELECT ember.create_thread('default', 'c', 'side');
+SELECT ember.create_thread('default', 'h', 'side');
+SELECT ember.create_thread('default', 'bank', 'side', NULL, 'finance');
 SELECT ember.shadow_activate('2026-03-01 11:00+00');
 
 CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
@@ -14,7 +14,7 @@ LANGUAGE sql AS $$ SELECT '2026-03-01 12:00+00'::timestamptz + p_minutes * inter
 -- A page as the pager writes it: the generation's header line, then the rows, the first with its date.
 CREATE FUNCTION pg_temp.rendered(p_thread text) RETURNS text[]
 LANGUAGE sql AS $$
-    SELECT ARRAY[ember.render_page_header(ember.latest_generation(p_thread))]
+    SELECT ARRAY[ember.render_page_header(ember.latest_generation('default', p_thread))]
         || array_agg(ember.render_row(m, NULL, m.seq = (SELECT min(seq) FROM ember.messages WHERE thread_id = p_thread))
                      ORDER BY m.seq)
     FROM ember.messages AS m WHERE m.thread_id = p_thread
@@ -25,9 +25,9 @@ SELECT throws_ok($$SELECT ember.claim_shadow_run('', '5 minutes')$$, 'EM033', NU
 SELECT throws_ok($$SELECT ember.claim_shadow_run('w1', '0 seconds')$$, 'EM033', NULL, 'a claim needs a positive lease');
 
 -- Cold
-SELECT ember.append_message('c', 'user', 'I prefer tea', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
-SELECT ember.append_message('c', 'assistant', 'Noted', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
-SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(1));
+SELECT ember.append_message('default', 'c', 'user', 'I prefer tea', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.append_message('default', 'c', 'assistant', 'Noted', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.shadow_memory_changed('default', 'c', 'task-ended', pg_temp.at(1));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(2)) AS plan \gset
 SELECT is(:'plan'::jsonb ->> 'thread_id', 'c', 'the ready thread is claimed');
 SELECT is(:'plan'::jsonb ->> 'path', 'cold', 'cold path without a prefix');
@@ -58,8 +58,8 @@ SELECT is(ember.claim_shadow_run('w2', '5 minutes', pg_temp.at(2)), NULL, 'a cla
 
 -- After a completed run the next plan starts where it ended.
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(3) WHERE thread_id = 'c';
-SELECT ember.append_message('c', 'assistant', 'Later', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(4)) AS later \gset
-SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(5));
+SELECT ember.append_message('default', 'c', 'assistant', 'Later', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(4)) AS later \gset
+SELECT ember.shadow_memory_changed('default', 'c', 'task-ended', pg_temp.at(5));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(6)) AS plan2 \gset
 SELECT is((:'plan2'::jsonb ->> 'from_seq')::bigint, (:'plan'::jsonb ->> 'through_seq')::bigint,
           'the next run reads from the last completed run''s through_seq');
@@ -68,21 +68,21 @@ SELECT is(:'plan2'::jsonb -> 'pages' -> 0 ->> 1, 'm:' || :later || ' assistant(a
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(7) WHERE thread_id = 'c' AND status = 'running';
 
 -- Hot
-SELECT ember.append_message('h', 'user', 'Hot row', p_now => pg_temp.at(0)) AS hot_row \gset
-SELECT ember.note_prefix(
+SELECT ember.append_message('default', 'h', 'user', 'Hot row', p_now => pg_temp.at(0)) AS hot_row \gset
+SELECT ember.note_prefix('default', 
     'h',
     format(E'{"model":"claude-sonnet-4-6",  "tools":[{"name":"shadow_memory_propose","input_schema":{"type":"object"}}],\n "system":"%s"}', repeat('s', 9000)),
     E'{"content": [{"type": "thinking", "thinking": "hm", "signature": "abc=="}], "id":"msg_1"}',
     pg_temp.at(10)
 );
 -- The recorded answer, written after the request (the replay appends it), and a row since.
-SELECT ember.append_message('h', 'assistant', E'Answer\nrow', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.5))
+SELECT ember.append_message('default', 'h', 'assistant', E'Answer\nrow', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.5))
     AS answer_row \gset
-SELECT ember.append_message('h', 'assistant', E'Since\nthen', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.7))
+SELECT ember.append_message('default', 'h', 'assistant', E'Since\nthen', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(10.7))
     AS since_row \gset
-SELECT ember.shadow_memory_changed('h', 'waiting-user', pg_temp.at(11));
-SELECT ember.append_message('c', 'assistant', 'cold again', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(11));
-SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(10));
+SELECT ember.shadow_memory_changed('default', 'h', 'waiting-user', pg_temp.at(11));
+SELECT ember.append_message('default', 'c', 'assistant', 'cold again', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(11));
+SELECT ember.shadow_memory_changed('default', 'c', 'task-ended', pg_temp.at(10));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(12)) AS hot \gset
 SELECT is(:'hot'::jsonb ->> 'thread_id', 'h', 'hot work is claimed before older cold work');
 SELECT is(:'hot'::jsonb ->> 'path', 'hot', 'on the hot path');
@@ -109,7 +109,7 @@ SELECT is(ember.render_key_row(jsonb_populate_record(m, jsonb_build_object('cont
 FROM ember.messages AS m WHERE m.id = :hot_row;
 -- The hot run cites by id whatever the key showed: a pointer is checked as ever, and one that
 -- names no row, a row of another thread or a row written after the claim is refused, with why.
-SELECT ember.append_message('h', 'assistant', 'After the claim', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(12.5))
+SELECT ember.append_message('default', 'h', 'assistant', 'After the claim', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(12.5))
     AS after_claim \gset
 SELECT ember.submit_shadow_run((:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
     jsonb_build_object('status', 'completed', 'error', NULL,
@@ -138,17 +138,17 @@ SELECT ok(NOT :'hot'::jsonb ? 'pages', 'a hot plan has no pages');
 
 -- Waiting for a tagged model: not claimed.
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(12));  -- takes c
-SELECT ember.append_message('bank', 'assistant', 'balance', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
-SELECT ember.shadow_memory_changed('bank', 'task-ended', pg_temp.at(1));
+SELECT ember.append_message('default', 'bank', 'assistant', 'balance', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.shadow_memory_changed('default', 'bank', 'task-ended', pg_temp.at(1));
 SELECT is(ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(13)), NULL,
           'a thread waiting for a tagged light model is not claimed');
 
 -- Isolated rows never appear in a plan.
-SELECT ember.append_message('vault', 'assistant', 'the secret ' || i) FROM generate_series(1, 3) AS i;
+SELECT ember.append_message('default', 'vault', 'assistant', 'the secret ' || i) FROM generate_series(1, 3) AS i;
 INSERT INTO ember.shadow_signals (thread_id, reason, created_at) VALUES ('vault', 'task-ended', pg_temp.at(0));
-SELECT ember.create_thread('big', 'task');
-SELECT ember.append_message('big', 'user', 'row ' || i || ' ' || repeat('w', 8000)) FROM generate_series(1, 20) AS i;
-SELECT ember.shadow_memory_changed('big', 'task-ended', pg_temp.at(1));
+SELECT ember.create_thread('default', 'big', 'task');
+SELECT ember.append_message('default', 'big', 'user', 'row ' || i || ' ' || repeat('w', 8000)) FROM generate_series(1, 20) AS i;
+SELECT ember.shadow_memory_changed('default', 'big', 'task-ended', pg_temp.at(1));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(14)) AS big \gset
 SELECT is(:'big'::jsonb ->> 'thread_id', 'big', 'the open thread is claimed, never the isolated one');
 SELECT ok((SELECT bool_and(ember.estimate_tokens(

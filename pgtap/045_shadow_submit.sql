@@ -10,8 +10,8 @@ CREATE FUNCTION pg_temp.new_run(
 DECLARE
     v_plan jsonb;
 BEGIN
-    PERFORM ember.append_message(p_thread, 'assistant', 'Noted.', p_now => p_now - interval '1 second');
-    PERFORM ember.shadow_memory_changed(p_thread, 'idle-or-ended', p_now);
+    PERFORM ember.append_message('default', p_thread, 'assistant', 'Noted.', p_now => p_now - interval '1 second');
+    PERFORM ember.shadow_memory_changed('default', p_thread, 'idle-or-ended', p_now);
     v_plan := ember.claim_shadow_run('test-worker', p_lease, p_now);
     IF v_plan ->> 'thread_id' IS DISTINCT FROM p_thread THEN
         RAISE EXCEPTION 'test set-up: expected a claim of %, got %', p_thread, v_plan;
@@ -79,16 +79,16 @@ SELECT ember.shadow_activate('2030-01-01 09:00+00');
 SELECT ember.define_category('health');
 -- The diet thread is labelled health: its cold runs need a light model tagged for it.
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
-SELECT ember.create_thread('s1', 'side', 'Diet', 'health');
-SELECT ember.create_thread('s2', 'side', 'Travel');
-SELECT ember.create_thread('s3', 'side', 'Refusals');
-SELECT ember.create_thread('s4', 'side', 'Real time');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.append_message('s1', 'user', 'I am vegetarian.') AS m_user \gset
-SELECT ember.append_message('s1', 'tool_result', 'lookup ok', NULL, NULL, 'c1', 'lookup', 'ok') AS m_tool \gset
-SELECT ember.append_message('s2', 'user', 'I live in Lisbon.') AS m_s2 \gset
-SELECT ember.append_message('s3', 'user', 'I like trains.') AS m_s3 \gset
-SELECT ember.append_message('vault', 'user', 'my secret') AS m_vault \gset
+SELECT ember.create_thread('default', 's1', 'side', 'Diet', 'health');
+SELECT ember.create_thread('default', 's2', 'side', 'Travel');
+SELECT ember.create_thread('default', 's3', 'side', 'Refusals');
+SELECT ember.create_thread('default', 's4', 'side', 'Real time');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.append_message('default', 's1', 'user', 'I am vegetarian.') AS m_user \gset
+SELECT ember.append_message('default', 's1', 'tool_result', 'lookup ok', NULL, NULL, 'c1', 'lookup', 'ok') AS m_tool \gset
+SELECT ember.append_message('default', 's2', 'user', 'I live in Lisbon.') AS m_s2 \gset
+SELECT ember.append_message('default', 's3', 'user', 'I like trains.') AS m_s3 \gset
+SELECT ember.append_message('default', 'vault', 'user', 'my secret') AS m_vault \gset
 SELECT id AS g_s1 FROM ember.generations WHERE thread_id = 's1' \gset
 
 -- The steward digested one row earlier; shadow must leave that marker and everything else alone.
@@ -168,7 +168,7 @@ SELECT unalike((SELECT validation_error FROM ember.shadow_proposals WHERE run_id
 -- ---------------------------------------------------------------------------------------------
 -- A cancelled run commits no proposals.
 SELECT pg_temp.new_run('s1') AS r3 \gset
-SELECT ember.append_message('s1', 'user', 'Wait, one more thing.', p_now => '2030-01-01 10:00:30+00');
+SELECT ember.append_message('default', 's1', 'user', 'Wait, one more thing.', p_now => '2030-01-01 10:00:30+00');
 SELECT ok((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :r3),
           'a human message while the run is out asks it to cancel');
 SELECT is(
@@ -335,10 +335,10 @@ SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL
 -- ---------------------------------------------------------------------------------------------
 -- Issue 8: one malformed pointer never takes its siblings down; a count written 100.0 is EM044;
 -- a pointer must name what the run's model saw, once.
-SELECT ember.create_thread('s5', 'side', 'Seen', p_now => '2030-01-02 08:00+00');
-SELECT ember.append_message('s5', 'user', 'I drink tea.', p_now => '2030-01-02 08:01+00') AS m5_user \gset
-SELECT ember.start_generation('s5', '2030-01-02 09:00+00');
-SELECT ember.append_message('s5', 'user', 'I moved to Porto.', p_now => '2030-01-02 09:01+00') AS m5_late \gset
+SELECT ember.create_thread('default', 's5', 'side', 'Seen', p_now => '2030-01-02 08:00+00');
+SELECT ember.append_message('default', 's5', 'user', 'I drink tea.', p_now => '2030-01-02 08:01+00') AS m5_user \gset
+SELECT ember.start_generation('default', 's5', '2030-01-02 09:00+00');
+SELECT ember.append_message('default', 's5', 'user', 'I moved to Porto.', p_now => '2030-01-02 09:01+00') AS m5_late \gset
 SELECT pg_temp.new_run('s5', '2030-01-02 10:00+00') AS r5 \gset
 SELECT is((SELECT g.ordinal FROM ember.shadow_runs AS r JOIN ember.generations AS g ON g.id = r.generation_id
            WHERE r.id = :r5), 1, 'the run reads the first generation only');
@@ -366,8 +366,8 @@ SELECT is(ARRAY(SELECT validation_error FROM ember.shadow_proposals WHERE run_id
 
 
 -- No malformed pointer a model could write raises a raw error: each is a rejected proposal.
-SELECT ember.append_message('s5', 'assistant', 'More.', p_now => '2030-01-02 11:00+00');
-SELECT ember.shadow_memory_changed('s5', 'idle-or-ended', '2030-01-02 11:00+00');
+SELECT ember.append_message('default', 's5', 'assistant', 'More.', p_now => '2030-01-02 11:00+00');
+SELECT ember.shadow_memory_changed('default', 's5', 'idle-or-ended', '2030-01-02 11:00+00');
 SELECT (ember.claim_shadow_run('test-worker', '10 minutes', '2030-01-02 11:00+00') ->> 'run_id')::bigint AS r6 \gset
 CREATE TEMP TABLE bad_evidence (e jsonb);
 INSERT INTO bad_evidence VALUES

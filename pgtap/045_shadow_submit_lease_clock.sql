@@ -2,8 +2,8 @@ BEGIN;
 SELECT plan(5);
 
 -- submit_shadow_run judges the lease on the database's clock, not on the worker's finished_at.
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('s', 'side');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 's', 'side');
 SELECT ember.shadow_activate(now() - interval '1 hour');
 CREATE FUNCTION pg_temp.outcome(p_finished timestamptz) RETURNS jsonb LANGUAGE sql AS $$
     SELECT jsonb_build_object('status', 'completed', 'error', NULL, 'latency_ms', 1, 'finished_at', p_finished,
@@ -12,8 +12,8 @@ CREATE FUNCTION pg_temp.outcome(p_finished timestamptz) RETURNS jsonb LANGUAGE s
 $$;
 CREATE FUNCTION pg_temp.offer_and_claim() RETURNS jsonb LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ember.append_message('s', 'assistant', 'step ' || clock_timestamp());
-    PERFORM ember.shadow_memory_changed('s', 'task-ended');
+    PERFORM ember.append_message('default', 's', 'assistant', 'step ' || clock_timestamp());
+    PERFORM ember.shadow_memory_changed('default', 's', 'task-ended');
     RETURN ember.claim_shadow_run('w', '5 minutes');
 END;
 $$;

@@ -9,8 +9,8 @@ CREATE FUNCTION pg_temp.new_run(p_thread text) RETURNS bigint LANGUAGE plpgsql A
 DECLARE
     v_plan jsonb;
 BEGIN
-    PERFORM ember.append_message(p_thread, 'assistant', 'Noted.', p_now => '2030-01-01 09:59:59+00');
-    PERFORM ember.shadow_memory_changed(p_thread, 'idle-or-ended', '2030-01-01 10:00+00');
+    PERFORM ember.append_message('default', p_thread, 'assistant', 'Noted.', p_now => '2030-01-01 09:59:59+00');
+    PERFORM ember.shadow_memory_changed('default', p_thread, 'idle-or-ended', '2030-01-01 10:00+00');
     v_plan := ember.claim_shadow_run('test-worker', '10 minutes', '2030-01-01 10:00+00');
     IF v_plan ->> 'thread_id' IS DISTINCT FROM p_thread THEN
         RAISE EXCEPTION 'test set-up: expected a claim of %, got %', p_thread, v_plan;
@@ -44,12 +44,12 @@ CREATE FUNCTION pg_temp.submit_sql(p_run bigint, p_digest jsonb) RETURNS text LA
 $$;
 
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
-SELECT ember.create_thread('s1', 'side', 'One');
-SELECT ember.create_thread('s2', 'side', 'Two');
-SELECT ember.create_thread('s3', 'side', 'Three');
-SELECT ember.create_thread('s4', 'side', 'Four');
-SELECT ember.create_thread('s5', 'side', 'Five');
-SELECT ember.append_message(t, 'user', 'I like trains.', p_now => '2030-01-01 09:30+00')
+SELECT ember.create_thread('default', 's1', 'side', 'One');
+SELECT ember.create_thread('default', 's2', 'side', 'Two');
+SELECT ember.create_thread('default', 's3', 'side', 'Three');
+SELECT ember.create_thread('default', 's4', 'side', 'Four');
+SELECT ember.create_thread('default', 's5', 'side', 'Five');
+SELECT ember.append_message('default', t, 'user', 'I like trains.', p_now => '2030-01-01 09:30+00')
 FROM unnest(ARRAY['s1', 's2', 's3', 's4', 's5']) AS t;
 
 -- The digest as the worker computes it: the hex sha256 of the text's UTF-8 bytes.
@@ -85,7 +85,7 @@ SELECT ok((SELECT status = 'running' AND finished_at IS NULL AND prompt_sha256 I
 
 -- A run cancelled while out still says which prompt it was sent with.
 SELECT pg_temp.new_run('s4') AS r4 \gset
-SELECT ember.append_message('s4', 'user', 'Stop.', p_author => 'human', p_now => '2030-01-01 10:00:30+00');
+SELECT ember.append_message('default', 's4', 'user', 'Stop.', p_author => 'human', p_now => '2030-01-01 10:00:30+00');
 SELECT is(ember.submit_shadow_run(:r4, pg_temp.token(:r4), pg_temp.outcome(to_jsonb(:'v1'::text))) ->> 'status',
           'cancelled', 'a human message cancels the run');
 SELECT is((SELECT prompt_sha256 FROM ember.shadow_runs WHERE id = :r4), :'v1',

@@ -6,19 +6,19 @@ CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
 LANGUAGE sql AS $$ SELECT '2026-03-01 12:00+00'::timestamptz + p_minutes * interval '1 minute' $$;
 CREATE FUNCTION pg_temp.say(p_thread text, p_minutes numeric) RETURNS bigint
 LANGUAGE sql AS $$
-    SELECT ember.append_message(p_thread, 'assistant', 'row at ' || p_minutes, NULL, NULL, NULL, NULL, NULL, NULL,
+    SELECT ember.append_message('default', p_thread, 'assistant', 'row at ' || p_minutes, NULL, NULL, NULL, NULL, NULL, NULL,
                                 pg_temp.at(p_minutes))
 $$;
 CREATE FUNCTION pg_temp.prefix(p_thread text, p_model text, p_minutes numeric) RETURNS boolean
 LANGUAGE sql AS $$
-    SELECT ember.note_prefix(p_thread, format('{"model": "%s"}', p_model), '{}', pg_temp.at(p_minutes), pg_temp.at(p_minutes))
+    SELECT ember.note_prefix('default', p_thread, format('{"model": "%s"}', p_model), '{}', pg_temp.at(p_minutes), pg_temp.at(p_minutes))
 $$;
 
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', NULL, pg_temp.at(-60));
-SELECT ember.create_thread('vault', 'side', NULL, NULL, 'isolated', NULL, pg_temp.at(-60));
-SELECT ember.create_thread('idle', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
-SELECT ember.create_thread('fresh', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
-SELECT ember.create_thread('caught_up', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'vault', 'side', NULL, NULL, 'isolated', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'idle', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'fresh', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'caught_up', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
 
 SELECT pg_temp.say(t, 0) FROM unnest(ARRAY['main', 'vault', 'idle', 'caught_up']) AS t;
 SELECT is(ember.tick(pg_temp.at(30)) -> 'signalled', '{}'::jsonb, 'before activation tick offers nothing');
@@ -31,7 +31,7 @@ SELECT pg_temp.prefix('idle', 'claude-sonnet-4-6', 0);
 SELECT pg_temp.prefix('fresh', 'claude-sonnet-4-6', 10);
 SELECT pg_temp.prefix('caught_up', 'gpt-0', 10);
 UPDATE ember.models SET cache_ttl = '1 hour' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('long_ttl', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.create_thread('default', 'long_ttl', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
 SELECT pg_temp.prefix('long_ttl', 'claude-opus-4-8', 0);
 
 SELECT ember.tick(pg_temp.at(12)) AS t1 \gset
@@ -75,9 +75,9 @@ SELECT ok(EXISTS (SELECT 1 FROM ember.shadow_ready(pg_temp.at(40)) WHERE thread_
           'and its thread is ready again');
 
 -- Generation ended, generation changed, no longer active.
-SELECT ember.create_thread('gen', 'task', NULL, NULL, 'open', NULL, pg_temp.at(50));
+SELECT ember.create_thread('default', 'gen', 'task', NULL, NULL, 'open', NULL, pg_temp.at(50));
 SELECT pg_temp.say('gen', 50);
-SELECT ember.start_generation('gen', pg_temp.at(51));
+SELECT ember.start_generation('default', 'gen', pg_temp.at(51));
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
 SELECT is(ember.tick(pg_temp.at(52)) -> 'signalled' -> 'gen', '"generation-ended"'::jsonb,
           'a thread with unread rows in an ended generation is offered at once');
@@ -88,13 +88,13 @@ SELECT 'gen', id, 'cold', 'claude-haiku-4-5', 'completed', 0, 1000000, pg_temp.a
        gen_random_uuid(), pg_temp.at(52)
 FROM ember.generations WHERE thread_id = 'gen' AND ordinal = 1;
 SELECT ember.tick(pg_temp.at(53));
-SELECT ember.start_generation('gen', pg_temp.at(54));
+SELECT ember.start_generation('default', 'gen', pg_temp.at(54));
 SELECT pg_temp.say('gen', 54);
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
 SELECT is(ember.tick(pg_temp.at(55)) -> 'signalled' -> 'gen', '"generation-changed"'::jsonb,
           'a thread whose generation changed since the last tick is offered');
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
-SELECT ember.set_thread_status('gen', 'ended', pg_temp.at(56));
+SELECT ember.set_thread_status('default', 'gen', 'ended', pg_temp.at(56));
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
 SELECT is(ember.tick(pg_temp.at(57)) -> 'signalled' -> 'gen', '"thread-ended"'::jsonb,
           'a thread that is no longer active is offered');

@@ -62,9 +62,9 @@ SELECT is(ember.tick(pg_temp.at(3)) -> 'signalled', '{"hist": "idle"}'::jsonb,
           'the open generation, whose last row is two days old, is idle at the next tick, not 20 minutes after the first');
 
 -- A host signal that is activity still counts from when it happened.
-SELECT ember.create_thread('live', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
-SELECT ember.append_message('live', 'assistant', 'hello', p_now => pg_temp.at(-50));
-SELECT ember.waiting_for_user('live', pg_temp.at(5));
+SELECT ember.create_thread('default', 'live', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-60));
+SELECT ember.append_message('default', 'live', 'assistant', 'hello', p_now => pg_temp.at(-50));
+SELECT ember.waiting_for_user('default', 'live', pg_temp.at(5));
 SELECT is((SELECT st.last_activity_at FROM ember.shadow_thread_state AS st WHERE st.thread_id = 'live'),
           pg_temp.at(5), 'a thread waiting for the user is active as of the signal');
 

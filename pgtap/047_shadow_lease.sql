@@ -9,8 +9,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_plan jsonb;
 BEGIN
-    PERFORM ember.append_message(p_thread, 'assistant', 'Noted.', p_now => '2030-01-01 09:59:59+00');
-    PERFORM ember.shadow_memory_changed(p_thread, p_reason, '2030-01-01 10:00+00');
+    PERFORM ember.append_message('default', p_thread, 'assistant', 'Noted.', p_now => '2030-01-01 09:59:59+00');
+    PERFORM ember.shadow_memory_changed('default', p_thread, p_reason, '2030-01-01 10:00+00');
     v_plan := ember.claim_shadow_run('test-worker', '10 minutes', '2030-01-01 10:00+00');
     IF v_plan ->> 'thread_id' IS DISTINCT FROM p_thread THEN
         RAISE EXCEPTION 'test set-up: expected a claim of %, got %', p_thread, v_plan;
@@ -27,11 +27,11 @@ CREATE FUNCTION pg_temp.expires(p_run bigint) RETURNS timestamptz LANGUAGE sql A
     SELECT lease_expires_at FROM ember.shadow_runs WHERE id = p_run
 $$;
 
-SELECT ember.create_thread('main', 'main');
+SELECT ember.create_thread('default', 'main', 'main');
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
-SELECT ember.create_thread('s1', 'side');
-SELECT ember.create_thread('s2', 'side');
-SELECT ember.create_thread('s3', 'side');
+SELECT ember.create_thread('default', 's1', 'side');
+SELECT ember.create_thread('default', 's2', 'side');
+SELECT ember.create_thread('default', 's3', 'side');
 
 -- ---------------------------------------------------------------------------------------------
 -- Renewal.
@@ -78,7 +78,7 @@ SELECT throws_ok(
 );
 
 -- A human message flags the run; the renewal reports it, so a lost NOTIFY is noticed.
-SELECT ember.append_message('s1', 'user', 'Wait.', 'human', p_now => '2030-01-01 10:07+00');
+SELECT ember.append_message('default', 's1', 'user', 'Wait.', 'human', p_now => '2030-01-01 10:07+00');
 SELECT is(
     ember.extend_shadow_lease(:r1, pg_temp.token(:r1), '10 minutes', '2030-01-01 10:08+00') -> 'cancel_requested',
     'true'::jsonb,
@@ -124,7 +124,7 @@ SELECT is(ember.shadow_backoff_until('s2', (SELECT generation_id FROM ember.shad
           'a release does not count as a failure');
 
 -- A run cancelled by a human message is released as cancelled, and nothing is offered again.
-SELECT ember.append_message('s3', 'user', 'Never mind.', 'human', p_now => '2030-01-01 10:01+00');
+SELECT ember.append_message('default', 's3', 'user', 'Never mind.', 'human', p_now => '2030-01-01 10:01+00');
 SELECT is(
     ember.release_shadow_run(:r3, pg_temp.token(:r3), '2030-01-01 10:02+00'), 'cancelled',
     'a cancelled run is released as cancelled'

@@ -4,12 +4,12 @@ SELECT plan(5);
 -- The cost view prices each run from the snapshot copied at claim, per million tokens, and says
 -- NULL rather than undercount when a price is missing.
 
-SELECT ember.create_thread('main', 'main');
+SELECT ember.create_thread('default', 'main', 'main');
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
-SELECT ember.create_thread('s1', 'side');
-SELECT ember.append_message('s1', 'assistant', 'one', p_now => '2030-01-01 09:58+00');
-SELECT ember.append_message('s1', 'assistant', 'two', p_now => '2030-01-01 09:59+00');
-SELECT ember.shadow_memory_changed('s1', 'task-ended', '2030-01-01 10:00+00');
+SELECT ember.create_thread('default', 's1', 'side');
+SELECT ember.append_message('default', 's1', 'assistant', 'one', p_now => '2030-01-01 09:58+00');
+SELECT ember.append_message('default', 's1', 'assistant', 'two', p_now => '2030-01-01 09:59+00');
+SELECT ember.shadow_memory_changed('default', 's1', 'task-ended', '2030-01-01 10:00+00');
 SELECT (ember.claim_shadow_run('w', '10 minutes', '2030-01-01 10:00+00') ->> 'run_id')::bigint AS r1 \gset
 SELECT ember.submit_shadow_run(:r1, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r1), jsonb_build_object(
     'status', 'completed', 'error', NULL, 'latency_ms', 10, 'finished_at', '2030-01-01 10:01+00',

@@ -5,9 +5,9 @@ SELECT plan(17);
 -- it on the run (functions/048_shadow_cost.sql, shadow_cost_prediction); hot_max_cost_ratio may
 -- send a thread cold when hot is predicted to cost more than that many times cold.
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('h', 'side');
-SELECT ember.create_thread('c', 'side');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 'h', 'side');
+SELECT ember.create_thread('default', 'c', 'side');
 SELECT ember.shadow_activate('2026-03-01 11:00+00');
 CREATE FUNCTION pg_temp.at(p_minutes numeric) RETURNS timestamptz
 LANGUAGE sql AS $$ SELECT '2026-03-01 12:00+00'::timestamptz + p_minutes * interval '1 minute' $$;
@@ -16,7 +16,7 @@ LANGUAGE sql AS $$ SELECT '2026-03-01 12:00+00'::timestamptz + p_minutes * inter
 -- reports as 40,000 tokens, and an answer of 200 output tokens.
 CREATE FUNCTION pg_temp.prefix(p_said text, p_minutes numeric) RETURNS boolean
 LANGUAGE sql AS $$
-    SELECT ember.note_prefix(
+    SELECT ember.note_prefix('default', 
         'h',
         '{"model":"claude-sonnet-4-6","tools":[{"name":"shadow_memory_propose","input_schema":{"type":"object"}}],'
         || '"system":"' || repeat('s', 9000) || '","messages":[{"role":"user","content":"' || p_said || '"}]}',
@@ -28,9 +28,9 @@ $$;
 
 -- A hot thread: its recorded request was 40,000 tokens of input (the host's own usage), its
 -- answer 200 tokens of output.
-SELECT ember.append_message('h', 'user', repeat('x', 400), p_now => pg_temp.at(0));
+SELECT ember.append_message('default', 'h', 'user', repeat('x', 400), p_now => pg_temp.at(0));
 SELECT pg_temp.prefix('x', 1);
-SELECT ember.shadow_memory_changed('h', 'waiting-user', pg_temp.at(2));
+SELECT ember.shadow_memory_changed('default', 'h', 'waiting-user', pg_temp.at(2));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(3)) AS hot \gset
 SELECT is(:'hot'::jsonb ->> 'path', 'hot', 'the warm thread goes hot');
 
@@ -58,8 +58,8 @@ SELECT results_eq(
     'the run records the plan''s prediction');
 
 -- A cold thread (no prefix): no hot prediction; the cold one from the pages rendered.
-SELECT ember.append_message('c', 'user', 'I prefer tea', p_now => pg_temp.at(0));
-SELECT ember.shadow_memory_changed('c', 'task-ended', pg_temp.at(2));
+SELECT ember.append_message('default', 'c', 'user', 'I prefer tea', p_now => pg_temp.at(0));
+SELECT ember.shadow_memory_changed('default', 'c', 'task-ended', pg_temp.at(2));
 SELECT ember.claim_shadow_run('w1', '5 minutes', pg_temp.at(3)) AS cold \gset
 SELECT is(:'cold'::jsonb #>> '{predicted_cost,hot_usd}', NULL, 'no prefix: nothing to predict for hot');
 SELECT is((:'cold'::jsonb #>> '{predicted_cost,cold_tokens}')::bigint,
@@ -69,9 +69,9 @@ SELECT is((:'cold'::jsonb #>> '{predicted_cost,cold_tokens}')::bigint,
 
 -- hot_max_cost_ratio: off by default; set, a thread predicted dearer hot than the ratio allows goes cold.
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(4) WHERE status = 'running';
-SELECT ember.append_message('h', 'user', 'another', p_now => pg_temp.at(5));
+SELECT ember.append_message('default', 'h', 'user', 'another', p_now => pg_temp.at(5));
 SELECT pg_temp.prefix('y', 6);
-SELECT ember.shadow_memory_changed('h', 'waiting-user', pg_temp.at(7));
+SELECT ember.shadow_memory_changed('default', 'h', 'waiting-user', pg_temp.at(7));
 SELECT throws_ok($$UPDATE ember.settings SET value = '-1' WHERE key = 'hot_max_cost_ratio'$$, NULL, NULL,
     'the ratio is not negative');
 UPDATE ember.settings SET value = '1' WHERE key = 'hot_max_cost_ratio';

@@ -52,15 +52,15 @@ SELECT is(ember.run_cost_usd(200000, 0, 0, 0, 0, 0.10, 0.50, 0.125, 0.20, 0.01,
           NULL, 'a tier with a missing price makes the cost unknown');
 
 -- A claimed run copies the tiers and, when cold, the reason.
-SELECT ember.create_thread('main', 'main');
+SELECT ember.create_thread('default', 'main', 'main');
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
-SELECT ember.create_thread('s1', 'side');
-SELECT ember.append_message('s1', 'assistant', 'one', p_now => '2030-01-01 09:58+00');
-SELECT ember.note_prefix('s1',
+SELECT ember.create_thread('default', 's1', 'side');
+SELECT ember.append_message('default', 's1', 'assistant', 'one', p_now => '2030-01-01 09:58+00');
+SELECT ember.note_prefix('default', 's1',
     format('{"model": "claude-opus-5-5", "tools": [{"name": "shadow_memory_propose", "input_schema": {}}], "system": "%s", "messages": []}',
            repeat('s', 9000)),
     '{"content": []}', '2030-01-01 09:58+00');
-SELECT ember.shadow_memory_changed('s1', 'task-ended', '2030-01-01 10:00+00');
+SELECT ember.shadow_memory_changed('default', 's1', 'task-ended', '2030-01-01 10:00+00');
 UPDATE ember.models SET position = 1 WHERE id = 'claude-haiku-5-5';
 SELECT (ember.claim_shadow_run('w', '10 minutes', '2030-01-01 10:00+00') ->> 'run_id')::bigint AS r1 \gset
 SELECT is((SELECT (path, model)::text FROM ember.shadow_runs WHERE id = :r1), '(cold,claude-haiku-5-5)',

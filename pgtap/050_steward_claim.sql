@@ -2,10 +2,10 @@ BEGIN;
 SELECT plan(26);
 
 SELECT ember.define_category('health');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
 
 CREATE FUNCTION pg_temp.mid(p_content text) RETURNS bigint LANGUAGE sql AS $$
     SELECT id FROM ember.messages WHERE content = p_content AND thread_id <> 'memory-steward'
@@ -16,19 +16,19 @@ SELECT throws_ok($$SELECT ember.claim_steward_run('', '5 minutes', '2026-12-01 0
 SELECT throws_ok($$SELECT ember.claim_steward_run('w', '0 minutes', '2026-12-01 09:00Z')$$, 'EM060', NULL,
                  'and a positive lease');
 
-SELECT ember.append_message('main', 'tool_result', 'old steward tool call', NULL, NULL, 'c1', 'steward_write',
+SELECT ember.append_message('default', 'main', 'tool_result', 'old steward tool call', NULL, NULL, 'c1', 'steward_write',
                             'ok', NULL, '2026-12-01 09:01Z');
-SELECT ember.append_message('plain', 'user', 'before the steward', p_now => '2026-12-01 09:02Z');
+SELECT ember.append_message('default', 'plain', 'user', 'before the steward', p_now => '2026-12-01 09:02Z');
 SELECT is(ember.claim_steward_run('w', '5 minutes', '2026-12-01 09:40Z'), NULL,
           'no steward thread, no steward run');
 
-SELECT ember.ensure_steward_thread('2026-12-01 09:10Z');
-SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:12Z');
-SELECT ember.append_message('plain', 'tool_result', 'deploy succeeded', NULL, NULL, 'c2', 'bash', 'ok', NULL,
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:10Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:12Z');
+SELECT ember.append_message('default', 'plain', 'tool_result', 'deploy succeeded', NULL, NULL, 'c2', 'bash', 'ok', NULL,
                             '2026-12-01 09:13Z');
-SELECT ember.append_message('main', 'user', 'Never call me before 9.', p_now => '2026-12-01 09:16Z');
-SELECT ember.append_message('doc', 'user', 'knee hurts', p_now => '2026-12-01 09:17Z');
-SELECT ember.append_message('vault', 'user', 'secret diary', p_now => '2026-12-01 09:18Z');
+SELECT ember.append_message('default', 'main', 'user', 'Never call me before 9.', p_now => '2026-12-01 09:16Z');
+SELECT ember.append_message('default', 'doc', 'user', 'knee hurts', p_now => '2026-12-01 09:17Z');
+SELECT ember.append_message('default', 'vault', 'user', 'secret diary', p_now => '2026-12-01 09:18Z');
 
 SELECT is(ember.claim_steward_run('w', '5 minutes', '2026-12-01 09:30Z'), NULL,
           'threads active less than idle_before_digest ago are not read yet');
@@ -106,16 +106,16 @@ SELECT ember.fail_steward_run((SELECT (p ->> 'run_id')::bigint FROM plan5), (SEL
 -- earlier rows were stamped before the label arrived and the backlog view lists them.
 UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE thread_id IN ('plain', 'doc');
 SELECT ember.define_category('finance');
-SELECT ember.create_thread('bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.append_message('main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank',
+SELECT ember.create_thread('default', 'bank', 'side', 'Bank', 'finance', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.append_message('default', 'main', 'event', 'bank: paid', NULL, NULL, NULL, NULL, NULL, 'bank',
                             '2026-12-01 09:51Z');
 SELECT ok(EXISTS (SELECT 1 FROM ember.backlog_waiting WHERE thread_id = 'main'),
           'a main generation with labels beyond the steward''s tags waits in backlog_waiting');
 SELECT is(ember.claim_steward_run('w6', '5 minutes', '2026-12-01 10:30Z'), NULL,
           'and is never read by the untagged model, not even its earlier unlabelled rows');
 
-SELECT ember.start_generation('main', '2026-12-01 11:00Z');
-SELECT ember.append_message('main', 'user', 'new day', p_now => '2026-12-01 11:01Z');
+SELECT ember.start_generation('default', 'main', '2026-12-01 11:00Z');
+SELECT ember.append_message('default', 'main', 'user', 'new day', p_now => '2026-12-01 11:01Z');
 SELECT ok(NOT EXISTS (SELECT 1 FROM ember.backlog WHERE content = 'Never call me before 9.'),
           'with main''s new generation clean, the old labelled generation stays out of the backlog');
 CREATE TEMP TABLE plan6 AS SELECT ember.claim_steward_run('w7', '5 minutes', '2026-12-01 11:30Z') AS p;

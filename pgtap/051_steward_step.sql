@@ -2,24 +2,24 @@ BEGIN;
 SELECT plan(46);
 
 SELECT ember.define_category('health');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('other', 'side', 'Other', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'other', 'side', 'Other', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
 UPDATE ember.settings SET value = '100' WHERE key = 'steward_max_rounds';
 
-SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
-SELECT ember.append_message('plain', 'assistant', 'Shall we use Postgres for the archive?', p_now => '2026-12-01 09:02Z');
-SELECT ember.append_message('plain', 'user', 'Yes, go with Postgres.', p_now => '2026-12-01 09:03Z');
-SELECT ember.append_message('plain', 'tool_result', 'deploy succeeded', NULL, NULL, 'c1', 'bash', 'ok', NULL,
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
+SELECT ember.append_message('default', 'plain', 'assistant', 'Shall we use Postgres for the archive?', p_now => '2026-12-01 09:02Z');
+SELECT ember.append_message('default', 'plain', 'user', 'Yes, go with Postgres.', p_now => '2026-12-01 09:03Z');
+SELECT ember.append_message('default', 'plain', 'tool_result', 'deploy succeeded', NULL, NULL, 'c1', 'bash', 'ok', NULL,
                             '2026-12-01 09:04Z');
-SELECT ember.append_message('plain', 'tool_result', 'deploy failed', NULL, NULL, 'c2', 'bash', 'error', NULL,
+SELECT ember.append_message('default', 'plain', 'tool_result', 'deploy failed', NULL, NULL, 'c2', 'bash', 'error', NULL,
                             '2026-12-01 09:05Z');
-SELECT ember.append_message('main', 'user', 'Never call me before 9.', p_now => '2026-12-01 09:06Z');
-SELECT ember.append_message('vault', 'user', 'secret diary', p_now => '2026-12-01 09:07Z');
+SELECT ember.append_message('default', 'main', 'user', 'Never call me before 9.', p_now => '2026-12-01 09:06Z');
+SELECT ember.append_message('default', 'vault', 'user', 'secret diary', p_now => '2026-12-01 09:07Z');
 -- A row the run will not read: the other thread is still active at claim time.
-SELECT ember.append_message('other', 'user', 'I like jazz.', p_now => '2026-12-01 09:39Z');
+SELECT ember.append_message('default', 'other', 'user', 'I like jazz.', p_now => '2026-12-01 09:39Z');
 
 CREATE FUNCTION pg_temp.mid(p_content text) RETURNS bigint LANGUAGE sql AS $$
     SELECT id FROM ember.messages WHERE content = p_content AND thread_id <> 'memory-steward'

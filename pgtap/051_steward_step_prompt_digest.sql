@@ -5,10 +5,10 @@ SELECT plan(10);
 -- fail_steward_run take it (p_prompt_sha256), a NULL keeps what an earlier round recorded, and a
 -- malformed one is refused by name (EM140) before the step writes anything.
 
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
-SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
-SELECT ember.set_thread_status('plain', 'ended', '2026-12-01 09:02Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
+SELECT ember.set_thread_status('default', 'plain', 'ended', '2026-12-01 09:02Z');
 
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:40Z') AS p;
 CREATE FUNCTION pg_temp.run() RETURNS bigint LANGUAGE sql AS $$ SELECT (p ->> 'run_id')::bigint FROM plan $$;

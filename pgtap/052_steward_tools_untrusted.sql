@@ -3,11 +3,11 @@
 BEGIN;
 SELECT plan(12);
 
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
 UPDATE ember.settings SET value = '100' WHERE key = 'steward_max_rounds';
-SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
 
 CREATE FUNCTION pg_temp.mid(p_content text) RETURNS bigint LANGUAGE sql AS $$
     SELECT id FROM ember.messages WHERE content = p_content AND thread_id <> 'memory-steward'

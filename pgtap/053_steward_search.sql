@@ -3,14 +3,14 @@ SELECT plan(25);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('reader', 'side', 'Untagged reader', NULL, 'open', 'claude-sonnet-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('nurse', 'side', 'Tagged reader', 'health', 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
-SELECT ember.append_message('doc', 'user', 'I am allergic to penicillin.', p_now => '2026-12-01 09:01Z');
-SELECT ember.append_message('plain', 'user', 'I always fly with Lufthansa.', p_now => '2026-12-01 09:02Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'reader', 'side', 'Untagged reader', NULL, 'open', 'claude-sonnet-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'nurse', 'side', 'Tagged reader', 'health', 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
+SELECT ember.append_message('default', 'doc', 'user', 'I am allergic to penicillin.', p_now => '2026-12-01 09:01Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I always fly with Lufthansa.', p_now => '2026-12-01 09:02Z');
 
 CREATE FUNCTION pg_temp.mid(p_content text) RETURNS bigint LANGUAGE sql AS $$
     SELECT id FROM ember.messages WHERE content = p_content AND thread_id <> 'memory-steward'

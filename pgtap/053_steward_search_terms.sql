@@ -4,9 +4,9 @@ BEGIN;
 SELECT plan(20);
 
 SELECT ember.define_category('health');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.create_thread('reader', 'side', 'Untagged reader', NULL, 'open', 'claude-sonnet-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'reader', 'side', 'Untagged reader', NULL, 'open', 'claude-sonnet-4-5', '2026-12-01 09:00Z');
 
 CREATE FUNCTION pg_temp.fact(p_text text, p_labels text[] DEFAULT '{}', p_sources text[] DEFAULT '{}')
 RETURNS bigint LANGUAGE sql AS $$

@@ -13,10 +13,10 @@ SELECT is(ember.clean_fact_text('caf\u00e9 \q'), 'caf\u00e9 \q', 'escapes the re
 SELECT is(ember.clean_fact_text(ember.render_escape(E'one\ntwo\\three\u2028four')), 'one two\three four',
           'cleaning undoes render_escape exactly, then folds the breaks');
 
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
-SELECT ember.append_message('plain', 'user', E'I prefer tea.\nAnd no calls before nine.', p_now => '2026-12-01 09:01Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
+SELECT ember.append_message('default', 'plain', 'user', E'I prefer tea.\nAnd no calls before nine.', p_now => '2026-12-01 09:01Z');
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:40Z') AS p;
 CREATE FUNCTION pg_temp.one(p_name text, p_input jsonb) RETURNS jsonb LANGUAGE sql AS $$
     SELECT ember.steward_step((SELECT (p ->> 'run_id')::bigint FROM plan), (SELECT (p ->> 'lease_token')::uuid FROM plan),

@@ -3,11 +3,11 @@ SELECT plan(18);
 
 -- A model's answer is bounded in what it makes the database do: over a bound, an error result or
 -- a rejected proposal, never a failed step or submit.
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2026-12-01 09:00Z');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
 UPDATE ember.settings SET value = '100' WHERE key = 'steward_max_rounds';
-SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z');
 
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:40Z') AS p;
 CREATE FUNCTION pg_temp.run() RETURNS bigint LANGUAGE sql AS $$ SELECT (p ->> 'run_id')::bigint FROM plan $$;
@@ -77,8 +77,8 @@ SELECT is((SELECT count(*)::int FROM ember.facts WHERE text = 'The user prefers 
 
 -- Shadow: proposals per run and proposal text.
 SELECT ember.shadow_activate('2026-12-01 08:00Z');
-SELECT ember.append_message('plain', 'user', 'I drink green tea daily.', p_now => '2026-12-01 10:01Z');
-SELECT ember.shadow_memory_changed('plain', 'task-ended', '2026-12-01 10:02Z');
+SELECT ember.append_message('default', 'plain', 'user', 'I drink green tea daily.', p_now => '2026-12-01 10:01Z');
+SELECT ember.shadow_memory_changed('default', 'plain', 'task-ended', '2026-12-01 10:02Z');
 CREATE TEMP TABLE splan AS SELECT ember.claim_shadow_run('w', '10 minutes', '2026-12-01 10:03Z') AS p;
 CREATE TEMP TABLE last_submit AS SELECT ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM splan), (SELECT (p ->> 'lease_token')::uuid FROM splan),
     jsonb_build_object('status', 'completed', 'error', NULL, 'latency_ms', 1, 'finished_at', '2026-12-01 10:04Z',

@@ -2,11 +2,11 @@ BEGIN;
 SELECT plan(7);
 
 -- No fact may cite an isolated thread, whatever writes fact_evidence (design.md invariant 1).
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('plain', 'side');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.append_message('plain', 'user', 'I prefer tea.') AS tea \gset
-SELECT ember.append_message('vault', 'user', 'my secret diagnosis') AS secret \gset
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 'plain', 'side');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea.') AS tea \gset
+SELECT ember.append_message('default', 'vault', 'user', 'my secret diagnosis') AS secret \gset
 INSERT INTO ember.facts (text, evidence_kind) VALUES ('The user prefers tea.', 'user-stated'),
                                                      ('The user has a secret diagnosis.', 'user-stated');
 SELECT id AS tea_fact FROM ember.facts WHERE text = 'The user prefers tea.' \gset

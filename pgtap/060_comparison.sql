@@ -7,7 +7,7 @@ SELECT plan(63);
 
 CREATE FUNCTION pg_temp.msg(p_thread text, p_role text, p_content text, p_status text DEFAULT NULL)
 RETURNS bigint LANGUAGE sql AS $$
-    SELECT ember.append_message(
+    SELECT ember.append_message('default', 
         p_thread, p_role, p_content,
         p_author => CASE WHEN p_role = 'user' THEN 'human' END,
         p_tool_call_id => CASE WHEN p_role = 'tool_result' THEN 'call-1' END,
@@ -28,7 +28,7 @@ CREATE FUNCTION pg_temp.shadow_run(
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
         started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at
     )
-    SELECT p_thread, ember.current_generation(p_thread), p_path, m.id, 'completed', 0, 0,
+    SELECT p_thread, ember.current_generation('default', p_thread), p_path, m.id, 'completed', 0, 0,
            1000000, 2000000, 1000000, 0, 100000,
            m.price_as_of, CASE WHEN p_priced THEN m.price_input END, m.price_output, m.price_cache_write_5m,
            m.price_cache_write_1h, m.price_cache_read,
@@ -74,16 +74,16 @@ CREATE FUNCTION pg_temp.steward_run(p_latency bigint, p_priced boolean) RETURNS 
         price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at, latency_ms,
         worker, lease_token, lease_expires_at
     ) VALUES (
-        ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
+        ember.current_generation('default', ember.ensure_steward_thread('default')), '{}', '{}', 0,
         'claude-haiku-4-5', 'completed', 1000000, 0, '2026-11-30', CASE WHEN p_priced THEN 1 END, 5, 1.25, 2, 0.1,
         '2030-01-01 10:00+00', '2030-01-01 10:01+00', p_latency, 'w', gen_random_uuid(), '2030-01-01 10:10+00'
     ) RETURNING id
 $$;
 
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
-SELECT ember.create_thread('deploy', 'side');
-SELECT ember.create_thread('db', 'side');
-SELECT ember.create_thread('secret', 'side');
+SELECT ember.create_thread('default', 'deploy', 'side');
+SELECT ember.create_thread('default', 'db', 'side');
+SELECT ember.create_thread('default', 'secret', 'side');
 
 CREATE TEMP TABLE ids (name text PRIMARY KEY, id bigint);
 GRANT SELECT ON ids TO PUBLIC;
@@ -270,7 +270,7 @@ SELECT is((SELECT runs FROM ember.comparison_cost WHERE pipeline = 'shadow cold'
 -- 43-47: semantic judging's write procedure. A health group routed to a tagged light model.
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
-SELECT ember.create_thread('diet', 'side', p_category => 'health');
+SELECT ember.create_thread('default', 'diet', 'side', p_category => 'health');
 INSERT INTO ids VALUES ('m_diet', pg_temp.msg('diet', 'user', 'I stopped eating sugar.'));
 INSERT INTO ids VALUES ('r_diet', pg_temp.shadow_run('diet'));
 INSERT INTO ids VALUES

@@ -7,7 +7,7 @@ SELECT plan(14);
 -- submit and the steward would write them.
 
 CREATE FUNCTION pg_temp.msg(p_thread text, p_content text) RETURNS bigint LANGUAGE sql AS $$
-    SELECT ember.append_message(p_thread, 'user', p_content, p_author => 'human', p_now => '2030-01-01 10:00+00')
+    SELECT ember.append_message('default', p_thread, 'user', p_content, p_author => 'human', p_now => '2030-01-01 10:00+00')
 $$;
 
 CREATE FUNCTION pg_temp.proposal(p_thread text, p_text text, p_message bigint) RETURNS bigint LANGUAGE sql AS $$
@@ -16,7 +16,7 @@ CREATE FUNCTION pg_temp.proposal(p_thread text, p_text text, p_message bigint) R
             thread_id, generation_id, path, model, status, from_seq, through_seq,
             started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at
         ) VALUES (
-            p_thread, ember.current_generation(p_thread), 'cold', 'claude-haiku-4-5', 'completed', 0, 0,
+            p_thread, ember.current_generation('default', p_thread), 'cold', 'claude-haiku-4-5', 'completed', 0, 0,
             '2030-01-01 10:00+00', '2030-01-01 10:00:01+00', 1000, 'w', gen_random_uuid(), '2030-01-01 10:10+00'
         ) RETURNING id, thread_id, generation_id
     )
@@ -57,10 +57,10 @@ SELECT is(
 
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
 SELECT ember.define_category('health');
-SELECT ember.create_thread('deploy', 'side');
-SELECT ember.create_thread('diet', 'side', p_category => 'health');
-SELECT ember.create_thread('lonely', 'side');
-SELECT ember.create_thread('secret', 'side');
+SELECT ember.create_thread('default', 'deploy', 'side');
+SELECT ember.create_thread('default', 'diet', 'side', p_category => 'health');
+SELECT ember.create_thread('default', 'lonely', 'side');
+SELECT ember.create_thread('default', 'secret', 'side');
 
 CREATE TEMP TABLE ids (name text PRIMARY KEY, id bigint);
 INSERT INTO ids VALUES

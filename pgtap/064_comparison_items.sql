@@ -7,7 +7,7 @@ SELECT plan(60);
 
 CREATE FUNCTION pg_temp.msg(p_thread text, p_role text, p_content text, p_status text DEFAULT NULL)
 RETURNS bigint LANGUAGE sql AS $$
-    SELECT ember.append_message(
+    SELECT ember.append_message('default', 
         p_thread, p_role, p_content,
         p_author => CASE WHEN p_role = 'user' THEN 'human' END,
         p_tool_call_id => CASE WHEN p_role = 'tool_result' THEN 'call-1' END,
@@ -28,7 +28,7 @@ CREATE FUNCTION pg_temp.run(
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
         started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at, error
     )
-    SELECT p_thread, ember.current_generation(p_thread), p_path, m.id, p_status, 0,
+    SELECT p_thread, ember.current_generation('default', p_thread), p_path, m.id, p_status, 0,
            (SELECT max(x.seq) FROM ember.messages AS x WHERE x.thread_id = p_thread),
            1000000, 2000000, p_output,
            m.price_as_of, m.price_input, m.price_output, m.price_cache_write_5m, m.price_cache_write_1h,
@@ -76,16 +76,16 @@ CREATE FUNCTION pg_temp.ev(VARIADIC p_ids bigint[]) RETURNS jsonb LANGUAGE sql A
 $$;
 
 -- Before activation: a thread with history shadow will skip, and main.
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('old', 'side');
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 'old', 'side');
 INSERT INTO ids VALUES
 ('m_main', pg_temp.msg('main', 'user', 'Only tell me about failures.')),
 ('m_old', pg_temp.msg('old', 'user', 'We used MySQL once.'));
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
 
-SELECT ember.create_thread('deploy', 'side');
-SELECT ember.create_thread('hotty', 'side');
-SELECT ember.create_thread('secret', 'side');
+SELECT ember.create_thread('default', 'deploy', 'side');
+SELECT ember.create_thread('default', 'hotty', 'side');
+SELECT ember.create_thread('default', 'secret', 'side');
 INSERT INTO ids VALUES
 ('m_same', pg_temp.msg('deploy', 'user', 'We deploy on Fridays.')),
 ('m_near', pg_temp.msg('deploy', 'user', '部署使用独立工作区')),
@@ -126,7 +126,7 @@ UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'secret';
 -- 1-2: the reasons agree with the rule shadow itself applies.
 SELECT is(
     (SELECT count(*) FROM ember.threads AS t
-     WHERE ember.shadow_excluded(t.id) IS DISTINCT FROM (ember.shadow_unread_thread_reason(t.id) IS NOT NULL)),
+     WHERE ember.shadow_excluded('default', t.id) IS DISTINCT FROM (ember.shadow_unread_thread_reason(t.id) IS NOT NULL)),
     0::bigint, 'every thread shadow excludes has a reason, and only those'
 );
 SELECT is(ember.shadow_unread_thread_reason('main'), 'main: shadow never reads main', 'main is named as main');

@@ -1,11 +1,11 @@
 BEGIN;
 SELECT plan(44);
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('side-a', 'side', 'Refactor');
-SELECT ember.create_thread('task-a', 'task', 'Benchmark run');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 'side-a', 'side', 'Refactor');
+SELECT ember.create_thread('default', 'task-a', 'task', 'Benchmark run');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.ensure_steward_thread('default');
 
 CREATE TEMP TABLE surface AS
 SELECT t.id AS thread,
@@ -73,7 +73,7 @@ SELECT is(ember.turn_identity('side-a', '{"prompts/main.md": {"error": "EACCES"}
           'a side chat''s identity does not include main.md');
 
 -- The identity is part of the context-segment key.
-CREATE TEMP TABLE main_gen AS SELECT ember.latest_generation('main') AS g;
+CREATE TEMP TABLE main_gen AS SELECT ember.latest_generation('default', 'main') AS g;
 SELECT is((SELECT array_agg(ordinal ORDER BY ordinal) FROM ember.identity_segments WHERE generation_id = (SELECT g FROM main_gen)),
           ARRAY[1, 2], 'built-in and v1 each opened a segment; failed reads opened none');
 SELECT is(ember.turn_identity('main', '{"prompts/main.md": "role v2"}') -> 'segment',
@@ -93,11 +93,11 @@ SELECT is((SELECT s.parts #>> '{1,source}' FROM ember.identity_segments AS s
 SELECT isnt(ember.turn_identity('main') ->> 'identity_version',
             (SELECT identity_version FROM ember.identity_segments WHERE generation_id = (SELECT g FROM main_gen) AND ordinal = 2),
             'identity versions differ with the text');
-SELECT ember.start_generation('main');
+SELECT ember.start_generation('default', 'main');
 SELECT is(ember.turn_identity('main') -> 'segment', '{"ordinal": 1, "opened": true}'::jsonb,
           'a new generation starts its own first segment');
 SELECT is(ember.turn_identity('main') #>> '{parts,1,text}', 'role v2', 'with the last good text');
-SELECT is(ember.turn_identity('main') ->> 'generation', ember.latest_generation('main')::text,
+SELECT is(ember.turn_identity('main') ->> 'generation', ember.latest_generation('default', 'main')::text,
           'the identity names the generation it was recorded for');
 
 -- Bad input.

@@ -3,20 +3,20 @@ SELECT plan(54);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
-SELECT ember.create_thread('tagged', 'side', 'Tagged', NULL, 'open', 'claude-opus-4-8');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health');
-SELECT ember.create_thread('build', 'task', 'Build');
-SELECT ember.create_thread('quiet', 'side', 'Quiet');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
+SELECT ember.create_thread('default', 'tagged', 'side', 'Tagged', NULL, 'open', 'claude-opus-4-8');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health');
+SELECT ember.create_thread('default', 'build', 'task', 'Build');
+SELECT ember.create_thread('default', 'quiet', 'side', 'Quiet');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.ensure_steward_thread('default');
 
 -- Sent while main carries no labels; inspected below.
 SELECT ember.side_chat_message('call-8', 'build', 'nudge', 'Skip the docs for now.');
 
 -- side_chat_message: a main_actions row, an event shown as from Main, the tool result.
-SELECT ember.turn_started('plain');
+SELECT ember.turn_started('default', 'plain');
 CREATE TEMP TABLE sent AS
 SELECT ember.side_chat_message('call-1', 'plain', 'nudge', 'Please finish the migration first.') AS result;
 SELECT is((SELECT result FROM sent),
@@ -49,7 +49,7 @@ SELECT throws_ok($$SELECT ember.side_chat_message('call-2', 'tagged', 'stop', 'S
                  'a stop to a chat that is not running is refused');
 SELECT lives_ok($$SELECT ember.side_chat_message('call-3', 'plain', 'stop', 'Stop: wrong file.')$$,
                 'a stop to a running chat is sent');
-SELECT ember.turn_ended('plain', TRUE);
+SELECT ember.turn_ended('default', 'plain', TRUE);
 SELECT is(ember.side_chat_message('call-3', 'plain', 'stop', 'Stop: wrong file.'),
           (SELECT result FROM ember.main_actions WHERE tool_call_id = 'call-3'),
           'a replayed stop returns its result even after the turn ended');
@@ -73,7 +73,7 @@ SELECT throws_ok($$SELECT ember.side_chat_message('call-5', 'plain', 'nudge', ' 
 SELECT throws_ok($$SELECT ember.side_chat_message(NULL, 'plain', 'nudge', 'x')$$, 'EM012', NULL, 'no tool call id');
 
 -- Flow: once main carries health, its messages go only to chats whose model is tagged for it.
-SELECT ember.append_message('main', 'event', 'doc: blood test booked', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('default', 'main', 'event', 'doc: blood test booked', NULL, NULL, NULL, NULL, NULL, 'doc');
 SELECT throws_ok($$SELECT ember.side_chat_message('call-6', 'plain', 'correct', 'The test is on Monday.')$$, 'EM024',
                  'carrier_label_flow: "main" carries {health}, but the model of "plain" (claude-sonnet-4-5) is not tagged for {health}',
                  'a labelled main cannot message an untagged side chat');
@@ -86,24 +86,24 @@ SELECT is((SELECT m.categories FROM ember.thread_events AS e JOIN ember.messages
 
 -- side_chat_inspect: a small scene. 14 tool calls with blocks (13 answered, the 13th with an
 -- error, the 14th still open), one call known only by its result, then a long reply.
-SELECT ember.turn_started('build');
+SELECT ember.turn_started('default', 'build');
 DO $$
 BEGIN
     FOR i IN 1..14 LOOP
-        PERFORM ember.append_message('build', 'assistant', '', NULL, json_build_array(
+        PERFORM ember.append_message('default', 'build', 'assistant', '', NULL, json_build_array(
             json_build_object('type', 'tool_use', 'id', 'call-' || i,
                               'name', CASE WHEN i % 2 = 0 THEN 'edit_file' ELSE 'write_file' END,
                               'input', json_build_object('path', 'src/f' || ((i - 1) % 10 + 1) || '.py'))));
         IF i <= 13 THEN
-            PERFORM ember.append_message('build', 'tool_result', CASE WHEN i = 13 THEN 'permission denied' ELSE 'written' END,
+            PERFORM ember.append_message('default', 'build', 'tool_result', CASE WHEN i = 13 THEN 'permission denied' ELSE 'written' END,
                 NULL, NULL, 'call-' || i, 'write_file', CASE WHEN i = 13 THEN 'error' ELSE 'ok' END);
         END IF;
     END LOOP;
 END;
 $$;
-SELECT ember.append_message('build', 'tool_result', repeat('log line ', 100), NULL, NULL, 'sh-1', 'shell', 'ok');
-SELECT ember.append_message('build', 'assistant', 'short earlier reply');
-SELECT ember.append_message('build', 'assistant', repeat('x', 4000));
+SELECT ember.append_message('default', 'build', 'tool_result', repeat('log line ', 100), NULL, NULL, 'sh-1', 'shell', 'ok');
+SELECT ember.append_message('default', 'build', 'assistant', 'short earlier reply');
+SELECT ember.append_message('default', 'build', 'assistant', repeat('x', 4000));
 SELECT ember.report_progress('p-1', 'build', 'compiling');
 SELECT ember.report_progress('p-2', 'build', 'compiled; running tests');
 
@@ -134,7 +134,7 @@ SELECT is((SELECT ember.side_chat_inspect('build') -> 'written_paths'), '["src/f
           'the path list is bounded too');
 SELECT is((SELECT count(*)::int FROM ember.generation_sources WHERE thread_id = 'main' AND source_thread = 'plain'), 0,
           'main has not read the plain chat yet');
-SELECT ember.append_message('plain', 'assistant', 'migrating the users table');
+SELECT ember.append_message('default', 'plain', 'assistant', 'migrating the users table');
 SELECT is(ember.side_chat_inspect('plain') #>> '{last_reply,text}', 'migrating the users table', 'a short reply is whole');
 SELECT is((SELECT via FROM ember.generation_sources WHERE thread_id = 'main' AND source_thread = 'plain'), 'read',
           'inspecting is a read: main''s generation records it');
@@ -144,11 +144,11 @@ SELECT throws_ok($$SELECT ember.side_chat_inspect('tagged')$$, 'EM028', NULL,
                  'a chat carrying main''s own health labels is hidden from main''s untagged model, like any health chat');
 
 -- Who may be inspected.
-SELECT ember.append_message('tagged', 'assistant', 'Monday noted.');
-SELECT ember.start_generation('tagged');
+SELECT ember.append_message('default', 'tagged', 'assistant', 'Monday noted.');
+SELECT ember.start_generation('default', 'tagged');
 SELECT throws_ok($$SELECT ember.side_chat_inspect('tagged')$$, 'EM028', NULL,
                  'a fresh generation does not open the older one: its last reply comes from a health generation');
-SELECT ember.append_message('tagged', 'assistant', 'Starting over on the API.');
+SELECT ember.append_message('default', 'tagged', 'assistant', 'Starting over on the API.');
 SELECT is(ember.side_chat_inspect('tagged') #>> '{last_reply,text}', 'Starting over on the API.',
           'once the scene draws only on the clean generation, main may see it');
 
@@ -167,7 +167,7 @@ SELECT throws_ok($$SELECT ember.side_chat_inspect('doc')$$, 'EM028',
                  'side_chat_inspect: no side chat "doc" is visible to main',
                  'a health chat is hidden from main while main''s model is not tagged for health, without naming the label');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5';
-SELECT ember.append_message('doc', 'assistant', 'blood test on Monday');
+SELECT ember.append_message('default', 'doc', 'assistant', 'blood test on Monday');
 SELECT is(ember.side_chat_inspect('doc') #>> '{last_reply,text}', 'blood test on Monday',
           'once it is tagged, main may inspect the health chat');
 

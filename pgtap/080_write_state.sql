@@ -13,7 +13,7 @@ CREATE FUNCTION pg_temp.recomputed_progress()
 RETURNS TABLE (generation_id uuid, thread_id text, last_seq bigint, last_message_at timestamptz, read_seq bigint)
 LANGUAGE sql AS $$
     SELECT m.generation_id, min(m.thread_id), max(m.seq), max(m.created_at),
-           ember.shadow_read_position(min(m.thread_id), m.generation_id)
+           ember.shadow_read_position('default', min(m.thread_id), m.generation_id)
     FROM ember.messages AS m GROUP BY m.generation_id
 $$;
 
@@ -29,7 +29,7 @@ LANGUAGE sql AS $$
                 SELECT 1 FROM ember.generations AS g
                 WHERE g.thread_id = t.id AND g.ended_at IS NOT NULL
                     AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
-                    > ember.shadow_read_position(t.id, g.id)
+                    > ember.shadow_read_position('default', t.id, g.id)
             ) THEN 'generation-ended'
             WHEN st.seen_generation_id IS DISTINCT FROM cur.id AND st.seen_generation_id IS NOT NULL
                 THEN 'generation-changed'
@@ -43,14 +43,14 @@ LANGUAGE sql AS $$
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
     LEFT JOIN ember.generations AS cur ON cur.thread_id = t.id AND cur.ended_at IS NULL
     WHERE EXISTS (SELECT 1 FROM ember.shadow_activation)
-        AND NOT ember.shadow_excluded(t.id)
+        AND NOT ember.shadow_excluded('default', t.id)
         AND NOT EXISTS (SELECT 1 FROM ember.shadow_signals AS s WHERE s.thread_id = t.id)
         AND NOT EXISTS (SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = t.id AND r.status = 'running')
         AND EXISTS (
             SELECT 1 FROM ember.generations AS g
             WHERE g.thread_id = t.id
                 AND (SELECT max(m.seq) FROM ember.messages AS m WHERE m.generation_id = g.id)
-                > ember.shadow_read_position(t.id, g.id)
+                > ember.shadow_read_position('default', t.id, g.id)
         )
 $$;
 
@@ -61,7 +61,7 @@ LANGUAGE sql AS $$
     SELECT t.id FROM ember.threads AS t
     INNER JOIN ember.generations AS g ON g.thread_id = t.id AND g.ended_at IS NULL
     LEFT JOIN ember.shadow_thread_state AS st ON st.thread_id = t.id
-    WHERE NOT ember.shadow_excluded(t.id) AND st.seen_generation_id IS DISTINCT FROM g.id
+    WHERE NOT ember.shadow_excluded('default', t.id) AND st.seen_generation_id IS DISTINCT FROM g.id
     EXCEPT
     SELECT c.thread_id FROM ember.generation_changes AS c
 $$;
@@ -80,11 +80,11 @@ DECLARE
     v_status text;
 BEGIN
     IF v_dice < 0.30 THEN
-        PERFORM ember.append_message(v_thread, (ARRAY['assistant', 'event', 'user'])[1 + floor(random() * 3)::int],
+        PERFORM ember.append_message('default', v_thread, (ARRAY['assistant', 'event', 'user'])[1 + floor(random() * 3)::int],
             'row ' || p_step, CASE WHEN random() < 0.5 THEN 'agent' ELSE NULL END, NULL, NULL, NULL, NULL, NULL, v_now)
         FROM ember.threads WHERE id = v_thread AND status <> 'archived';
     ELSIF v_dice < 0.45 THEN
-        PERFORM ember.append_messages(v_thread, json_build_array(
+        PERFORM ember.append_messages('default', v_thread, json_build_array(
             json_build_object('role', 'assistant', 'content', 'bulk a ' || p_step),
             json_build_object('role', 'tool_result', 'content', 'bulk b', 'tool_status', 'ok',
                               'created_at', v_now - interval '30 seconds'),
@@ -92,11 +92,11 @@ BEGIN
         ), v_now)
         FROM ember.threads WHERE id = v_thread AND status <> 'archived';
     ELSIF v_dice < 0.55 THEN
-        PERFORM ember.start_generation(v_thread, v_now) FROM ember.threads WHERE id = v_thread AND status <> 'archived';
+        PERFORM ember.start_generation('default', v_thread, v_now) FROM ember.threads WHERE id = v_thread AND status <> 'archived';
     ELSIF v_dice < 0.62 THEN
-        PERFORM ember.set_thread_status(v_thread, (ARRAY['active', 'ended', 'archived', 'active'])[1 + floor(random() * 4)::int], v_now);
+        PERFORM ember.set_thread_status('default', v_thread, (ARRAY['active', 'ended', 'archived', 'active'])[1 + floor(random() * 4)::int], v_now);
     ELSIF v_dice < 0.70 THEN
-        PERFORM ember.shadow_memory_changed(v_thread, (ARRAY['task-ended', 'turn-failed', 'waiting-user'])[1 + floor(random() * 3)::int], v_now);
+        PERFORM ember.shadow_memory_changed('default', v_thread, (ARRAY['task-ended', 'turn-failed', 'waiting-user'])[1 + floor(random() * 3)::int], v_now);
     ELSIF v_dice < 0.80 THEN
         v_plan := ember.claim_shadow_run('w', '60 minutes', v_now);
     ELSIF v_dice < 0.90 THEN
@@ -111,7 +111,7 @@ BEGIN
                 'latency_ms', 5, 'finished_at', v_now, 'proposals', '[]'::jsonb));
         END IF;
     ELSIF v_dice < 0.95 THEN
-        PERFORM ember.append_message(v_thread, 'user', 'stop ' || p_step, NULL, NULL, NULL, NULL, NULL, NULL, v_now)
+        PERFORM ember.append_message('default', v_thread, 'user', 'stop ' || p_step, NULL, NULL, NULL, NULL, NULL, NULL, v_now)
         FROM ember.threads WHERE id = v_thread AND status <> 'archived';
     ELSE
         PERFORM ember.tick(v_now);
@@ -137,9 +137,9 @@ BEGIN
 END;
 $$;
 
-SELECT ember.create_thread('main', 'main', p_now => pg_temp.at(0));
-SELECT ember.create_thread('t' || i, CASE WHEN i = 6 THEN 'task' ELSE 'side' END, p_now => pg_temp.at(0)) FROM generate_series(1, 6) AS i;
-SELECT ember.append_message('t1', 'assistant', 'history before activation', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
+SELECT ember.create_thread('default', 'main', 'main', p_now => pg_temp.at(0));
+SELECT ember.create_thread('default', 't' || i, CASE WHEN i = 6 THEN 'task' ELSE 'side' END, p_now => pg_temp.at(0)) FROM generate_series(1, 6) AS i;
+SELECT ember.append_message('default', 't1', 'assistant', 'history before activation', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(0));
 
 SELECT setseed(0.13);
 SELECT pg_temp.step(i, i * 3) FROM generate_series(1, 400) AS i;
@@ -162,11 +162,11 @@ SELECT ok((SELECT count(*) FROM ember.generation_progress WHERE last_seq > read_
 
 -- A thread with several unread ended generations is read one generation per claim, with no tick
 -- in between: the completion of each run offers the thread again.
-SELECT ember.create_thread('sessions', 'side', p_now => pg_temp.at(1900));
-SELECT ember.append_message('sessions', 'assistant', 'session ' || i, NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(2000 + i))
-       || ember.start_generation('sessions', pg_temp.at(2000 + i))::text
+SELECT ember.create_thread('default', 'sessions', 'side', p_now => pg_temp.at(1900));
+SELECT ember.append_message('default', 'sessions', 'assistant', 'session ' || i, NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(2000 + i))
+       || ember.start_generation('default', 'sessions', pg_temp.at(2000 + i))::text
 FROM generate_series(1, 5) AS i;
-SELECT ember.shadow_memory_changed('sessions', 'generation-ended', pg_temp.at(2010));
+SELECT ember.shadow_memory_changed('default', 'sessions', 'generation-ended', pg_temp.at(2010));
 CREATE FUNCTION pg_temp.drain() RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
     v_plan jsonb;

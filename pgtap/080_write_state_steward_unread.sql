@@ -4,10 +4,10 @@ SELECT plan(4);
 -- The steward's own generations (one per run) are not in the unread set when the run ends, nor
 -- while it runs: shadow never reads the steward's record, so nothing would ever take them out.
 
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
-SELECT ember.ensure_steward_thread('2026-12-01 09:00Z');
-SELECT ember.set_thread_status('plain', 'ended', '2026-12-01 09:03Z')
-FROM (SELECT ember.append_message('plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z')) AS m;
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', NULL, '2026-12-01 09:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
+SELECT ember.set_thread_status('default', 'plain', 'ended', '2026-12-01 09:03Z')
+FROM (SELECT ember.append_message('default', 'plain', 'user', 'I prefer tea over coffee.', p_now => '2026-12-01 09:01Z')) AS m;
 
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:40Z') AS p;
 CREATE FUNCTION pg_temp.run() RETURNS bigint LANGUAGE sql AS $$ SELECT (p ->> 'run_id')::bigint FROM plan $$;

@@ -3,15 +3,15 @@ SELECT plan(47);
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health');
-SELECT ember.create_thread('plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
-SELECT ember.create_thread('s', 'side');
-SELECT ember.create_thread('gone', 'side');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated');
-SELECT ember.set_thread_status('gone', 'archived');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health');
+SELECT ember.create_thread('default', 'plain', 'side', 'Plain', NULL, 'open', 'claude-sonnet-4-5');
+SELECT ember.create_thread('default', 's', 'side');
+SELECT ember.create_thread('default', 'gone', 'side');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated');
+SELECT ember.set_thread_status('default', 'gone', 'archived');
 -- main carries health from here on: rows from it into plain break the flow rule.
-SELECT ember.append_message('main', 'event', 'doc: booked', NULL, NULL, NULL, NULL, NULL, 'doc');
+SELECT ember.append_message('default', 'main', 'event', 'doc: booked', NULL, NULL, NULL, NULL, NULL, 'doc');
 
 -- One case, as append_message's arguments; run through either path, it returns the SQLSTATE and
 -- message it was refused with, or 'ok'. The bulk path sends a valid row first, so a refused case
@@ -37,7 +37,7 @@ INSERT INTO pg_temp.cases VALUES
 
 CREATE FUNCTION pg_temp.single(c pg_temp.cases) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ember.append_message(c.thread, c.role, c.content, c.author, NULL, NULL, NULL, c.tool_status, c.from_thread);
+    PERFORM ember.append_message('default', c.thread, c.role, c.content, c.author, NULL, NULL, NULL, c.tool_status, c.from_thread);
     RAISE EXCEPTION 'accepted' USING ERRCODE = 'EMOK0';
 EXCEPTION WHEN OTHERS THEN
     RETURN CASE WHEN SQLSTATE = 'EMOK0' THEN 'ok' ELSE SQLSTATE END;
@@ -46,7 +46,7 @@ $$;
 
 CREATE FUNCTION pg_temp.bulk(c pg_temp.cases, OUT code text, OUT msg text) LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ember.append_messages(c.thread, json_build_array(
+    PERFORM ember.append_messages('default', c.thread, json_build_array(
         json_build_object('role', 'assistant', 'content', 'fine'),
         json_strip_nulls(json_build_object(
             'role', c.role, 'content', c.content, 'author', c.author,
@@ -69,22 +69,22 @@ FROM pg_temp.cases AS c WHERE c.code NOT IN ('EM001', 'EM007') OR c.from_thread 
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE content IN ('x', 'fine')), 0,
           'a refused call writes nothing, not even its valid rows');
 
-SELECT throws_ok($$SELECT ember.append_messages('s', '{"role": "user"}')$$, 'EM055',
+SELECT throws_ok($$SELECT ember.append_messages('default', 's', '{"role": "user"}')$$, 'EM055',
                  'thread "s": rows must be a JSON array of objects, got object', 'rows must be an array');
-SELECT throws_ok($$SELECT ember.append_messages('s', '[{"role": "user", "content": "a"}, 3]')$$, 'EM055',
+SELECT throws_ok($$SELECT ember.append_messages('default', 's', '[{"role": "user", "content": "a"}, 3]')$$, 'EM055',
                  'thread "s": rows[1]: is number, not an object', 'every row must be an object');
-SELECT throws_ok($$SELECT ember.append_messages('s', '[{"role": "user", "contnet": "a"}]')$$, 'EM055',
+SELECT throws_ok($$SELECT ember.append_messages('default', 's', '[{"role": "user", "contnet": "a"}]')$$, 'EM055',
                  'thread "s": rows[0]: unknown key "contnet"', 'a misspelt key is refused, not dropped');
-SELECT throws_ok($$SELECT ember.append_messages('s', '[{"role": "user", "content": 5}]')$$, 'EM055', NULL,
+SELECT throws_ok($$SELECT ember.append_messages('default', 's', '[{"role": "user", "content": 5}]')$$, 'EM055', NULL,
                  'a field of the wrong JSON type is refused');
-SELECT throws_ok($$SELECT ember.append_messages('s', '[{"role": "user", "content": "a", "created_at": "soon"}]')$$,
+SELECT throws_ok($$SELECT ember.append_messages('default', 's', '[{"role": "user", "content": "a", "created_at": "soon"}]')$$,
                  'EM055', 'thread "s": rows[0]: created_at "soon" is not a timestamp', 'a bad time is refused by row');
-SELECT is(ember.append_messages('s', '[]'), '{}'::bigint[], 'an empty list appends nothing');
+SELECT is(ember.append_messages('default', 's', '[]'), '{}'::bigint[], 'an empty list appends nothing');
 
 -- What is written: the same rows as append_message writes.
-SELECT ember.append_message('doc', 'user', 'one by one');
-SELECT ember.append_message('doc', 'assistant', 'reply', NULL, '[{"type": "text",  "text": "reply"}]');
-SELECT ember.append_messages('doc', '[
+SELECT ember.append_message('default', 'doc', 'user', 'one by one');
+SELECT ember.append_message('default', 'doc', 'assistant', 'reply', NULL, '[{"type": "text",  "text": "reply"}]');
+SELECT ember.append_messages('default', 'doc', '[
     {"role": "user", "content": "in bulk"},
     {"role": "assistant", "content": "reply", "blocks": [{"type": "text",  "text": "reply"}]},
     {"role": "tool_result", "content": "200", "tool_call_id": "c1", "tool_name": "get", "tool_status": "ok",
@@ -110,8 +110,8 @@ SELECT is((SELECT tool_call_id || '/' || tool_name FROM ember.messages WHERE con
           'tool call fields are kept');
 
 -- Into a carrier: a row from another thread adds its labels to the rows after it in the same call.
-SELECT ember.start_generation('main');
-SELECT ember.append_messages('main', '[
+SELECT ember.start_generation('default', 'main');
+SELECT ember.append_messages('default', 'main', '[
     {"role": "user", "content": "before"},
     {"role": "event", "content": "doc: results", "from_thread": "doc"},
     {"role": "assistant", "content": "after"}
@@ -122,27 +122,27 @@ SELECT results_eq(
     'into a carrier, each row is stamped with what the rows before it brought, as with single appends'
 );
 SELECT ok(EXISTS (SELECT 1 FROM ember.generation_sources WHERE thread_id = 'main' AND source_thread = 'doc'
-                  AND generation_id = ember.latest_generation('main')),
+                  AND generation_id = ember.latest_generation('default', 'main')),
           'and the source is recorded for the generation');
 
 -- A human row cancels shadow work, as append_message's does; other rows do not.
 SELECT ember.shadow_activate();
-SELECT ember.append_message('s', 'assistant', 'done');
-SELECT ember.shadow_memory_changed('s', 'task-ended');
+SELECT ember.append_message('default', 's', 'assistant', 'done');
+SELECT ember.shadow_memory_changed('default', 's', 'task-ended');
 SELECT (ember.claim_shadow_run('w1', '10 minutes') ->> 'run_id')::bigint AS run_s \gset
-SELECT ember.note_prefix('s', '{"model": "claude-sonnet-4-6"}', '{}');
-SELECT ember.shadow_memory_changed('s', 'thread-active');
-SELECT ember.append_messages('s', '[{"role": "assistant", "content": "more"}, {"role": "user", "content": "brief", "author": "main"}]');
+SELECT ember.note_prefix('default', 's', '{"model": "claude-sonnet-4-6"}', '{}');
+SELECT ember.shadow_memory_changed('default', 's', 'thread-active');
+SELECT ember.append_messages('default', 's', '[{"role": "assistant", "content": "more"}, {"role": "user", "content": "brief", "author": "main"}]');
 SELECT is((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :run_s), false,
           'bulk rows that are not the human speaking cancel nothing');
-SELECT ember.append_messages('s', '[{"role": "assistant", "content": "more"}, {"role": "user", "content": "stop"}]');
+SELECT ember.append_messages('default', 's', '[{"role": "assistant", "content": "more"}, {"role": "user", "content": "stop"}]');
 SELECT is((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :run_s), true,
           'a human row in a bulk call asks the running run to cancel');
 SELECT is((SELECT count(*)::int FROM ember.shadow_signals WHERE thread_id = 's'), 0, 'withdraws the offers');
 SELECT is((SELECT count(*)::int FROM ember.shadow_prefixes WHERE thread_id = 's'), 0, 'and drops the prefix');
 
 -- The write-path state follows a bulk call.
-SELECT is((SELECT last_seq FROM ember.generation_progress WHERE generation_id = ember.latest_generation('s')),
+SELECT is((SELECT last_seq FROM ember.generation_progress WHERE generation_id = ember.latest_generation('default', 's')),
           (SELECT max(seq) FROM ember.messages WHERE thread_id = 's'), 'the generation''s last seq follows the call');
 
 SELECT * FROM finish();

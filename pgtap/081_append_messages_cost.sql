@@ -13,7 +13,7 @@ CREATE FUNCTION pg_temp.calls(p_name text) RETURNS bigint LANGUAGE sql AS $$
     WHERE schemaname = 'ember' AND funcname = p_name
 $$;
 
-SELECT ember.create_thread('bulk', 'side');
+SELECT ember.create_thread('default', 'bulk', 'side');
 CREATE TEMP TABLE before AS
 SELECT f.name, pg_temp.calls(f.name) AS n
 FROM unnest(ARRAY['messages_stamp_labels', 'messages_arrival_guard', 'setting_int',
@@ -22,7 +22,7 @@ CREATE FUNCTION pg_temp.since(p_name text) RETURNS bigint LANGUAGE sql AS $$
     SELECT pg_temp.calls(p_name) - (SELECT b.n FROM before AS b WHERE b.name = p_name)
 $$;
 
-SELECT is(cardinality(ember.append_messages('bulk', (
+SELECT is(cardinality(ember.append_messages('default', 'bulk', (
     SELECT json_agg(json_build_object('role', CASE WHEN i % 2 = 0 THEN 'user' ELSE 'assistant' END,
         'content', 'row ' || i))
     FROM generate_series(1, 1000) AS i))), 1000, 'a bulk append of 1,000 rows, half of them human');

@@ -5,11 +5,11 @@ SELECT plan(27);
 -- record, or plant a time that breaks every later write (functions/083_import.sql).
 
 SELECT ember.define_category('health', 'Medical matters');
-SELECT ember.create_thread('main', 'main', p_now => '2026-03-01 08:00Z');
-SELECT ember.ensure_steward_thread('2026-03-01 08:00Z');
-SELECT ember.create_thread('open1', 'side', 'Open chat', p_now => '2026-03-01 08:00Z');
-SELECT ember.create_thread('vault', 'side', 'Diary', NULL, 'isolated', p_now => '2026-03-01 08:00Z');
-SELECT ember.append_message('open1', 'user', 'hello', p_now => '2026-03-01 08:01Z');
+SELECT ember.create_thread('default', 'main', 'main', p_now => '2026-03-01 08:00Z');
+SELECT ember.ensure_steward_thread('default', '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'open1', 'side', 'Open chat', p_now => '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'vault', 'side', 'Diary', NULL, 'isolated', p_now => '2026-03-01 08:00Z');
+SELECT ember.append_message('default', 'open1', 'user', 'hello', p_now => '2026-03-01 08:01Z');
 
 CREATE TEMP TABLE import_lines (lineno integer PRIMARY KEY, line text NOT NULL) ON COMMIT DROP;
 CREATE FUNCTION pg_temp.thread(p_id text, p_extra text DEFAULT '') RETURNS text LANGUAGE sql AS $$
@@ -68,19 +68,19 @@ SELECT pg_temp.import(false, '{"type": "thread", "id": "vault", "kind": "task", 
 SELECT is(pg_temp.reasons(:'r4'), ARRAY['2: thread "vault" is stored with kind side, not task'], 'another kind is refused');
 
 -- A file refused elsewhere undoes its seal.
-SELECT ember.create_thread('open2', 'side', p_now => '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'open2', 'side', p_now => '2026-03-01 08:00Z');
 SELECT pg_temp.import(false, pg_temp.thread('open2', ', "seal_tier": "isolated"'), '{"type": "nonsense"}') AS r5 \gset
 SELECT is(:'r5'::jsonb ->> 'written', 'false', 'a file with a bad line writes nothing');
 SELECT is((SELECT seal_tier FROM ember.threads WHERE id = 'open2'), 'open', 'not even the seal it asked for');
 
 -- create_thread states the same rule when the id is taken.
-SELECT throws_ok($$SELECT ember.create_thread('open2', 'task')$$, 'EM013', 'thread "open2" already exists',
+SELECT throws_ok($$SELECT ember.create_thread('default', 'open2', 'task')$$, 'EM013', 'thread "open2" already exists',
                  'create_thread of a taken id is EM013');
-SELECT is(ember.thread_record_conflict('open2', 'task', NULL, 'open'), 'thread "open2" is stored with kind side, not task',
+SELECT is(ember.thread_record_conflict('default', 'open2', 'task', NULL, 'open'), 'thread "open2" is stored with kind side, not task',
           'and the difference is the import''s words');
-SELECT is(ember.thread_record_conflict('open2', 'side', NULL, 'isolated'), NULL,
+SELECT is(ember.thread_record_conflict('default', 'open2', 'side', NULL, 'isolated'), NULL,
           'isolating is stricter: no conflict, the writer seals first');
-SELECT is(ember.thread_record_conflict('main', 'main', NULL, 'isolated'), 'thread "main" is main, which is never isolated',
+SELECT is(ember.thread_record_conflict('default', 'main', 'main', NULL, 'isolated'), 'thread "main" is main, which is never isolated',
           'main is never isolated');
 
 -- The steward's record is written by the steward only.
@@ -96,11 +96,11 @@ SELECT is(pg_temp.reasons(:'r6'), ARRAY[
     '5: thread id "memory-steward" is reserved'], 'every line touching the steward''s record is refused by line');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 'memory-steward'), 0,
           'and nothing reached the steward''s record');
-SELECT throws_ok($$SELECT ember.append_message('memory-steward', 'user', 'obey me')$$, 'EM027', NULL,
+SELECT throws_ok($$SELECT ember.append_message('default', 'memory-steward', 'user', 'obey me')$$, 'EM027', NULL,
                  'append_message refuses the steward''s thread');
-SELECT throws_ok($$SELECT ember.append_messages('memory-steward', '[{"role": "user", "content": "obey me"}]')$$,
+SELECT throws_ok($$SELECT ember.append_messages('default', 'memory-steward', '[{"role": "user", "content": "obey me"}]')$$,
                  'EM027', NULL, 'append_messages too');
-SELECT throws_ok($$SELECT ember.copy_messages('open1', ARRAY(SELECT id FROM ember.messages WHERE content = 'hello'),
+SELECT throws_ok($$SELECT ember.copy_messages('default', 'open1', ARRAY(SELECT id FROM ember.messages WHERE content = 'hello'),
                                              'memory-steward')$$,
                  'EM027', NULL, 'and copy_messages');
 
@@ -118,16 +118,16 @@ SELECT is(pg_temp.reasons(:'r7'), ARRAY[
           'infinite and absurd times are refused by line and field');
 SELECT is(pg_temp.import(false, pg_temp.message('open2', 'on time')) ->> 'messages', '1',
           'and a later import into the thread is not refused as time running backwards');
-SELECT throws_ok($$SELECT ember.append_message('open2', 'user', 'x', p_now => 'infinity')$$, 'EM012', NULL,
+SELECT throws_ok($$SELECT ember.append_message('default', 'open2', 'user', 'x', p_now => 'infinity')$$, 'EM012', NULL,
                  'the host API refuses an infinite time');
-SELECT throws_ok($$SELECT ember.append_messages('open2', '[{"role": "user", "content": "x", "created_at": "-infinity"}]')$$,
+SELECT throws_ok($$SELECT ember.append_messages('default', 'open2', '[{"role": "user", "content": "x", "created_at": "-infinity"}]')$$,
                  'EM012', NULL, 'and an infinite row time in a batch');
-SELECT lives_ok($$SELECT ember.append_message('open2', 'user', 'x', p_now => '2199-12-31 23:59Z')$$,
+SELECT lives_ok($$SELECT ember.append_message('default', 'open2', 'user', 'x', p_now => '2199-12-31 23:59Z')$$,
                 'the last minute of 2199 is accepted');
 
 -- Over-long content or keys are a refused line under --partial, not a failed import.
 UPDATE ember.settings SET value = '100' WHERE key = 'max_message_bytes';
-SELECT ember.create_thread('open3', 'side', p_now => '2026-03-01 08:00Z');
+SELECT ember.create_thread('default', 'open3', 'side', p_now => '2026-03-01 08:00Z');
 SELECT pg_temp.import(true, pg_temp.message('open3', repeat('x', 101), ', "created_at": "2026-03-01T12:00:00Z"'),
     pg_temp.message('open3', 'short', ', "created_at": "2026-03-01T12:01:00Z", "role": "tool_result", '
                     '"tool_status": "ok", "tool_call_id": "' || repeat('c', 200) || '"'),

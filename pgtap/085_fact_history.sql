@@ -19,10 +19,10 @@ CREATE FUNCTION pg_temp.believed(p_at timestamptz) RETURNS text [] LANGUAGE sql 
     FROM ember.facts_as_of(p_at)
 $$;
 
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.append_message('s1', 'user', 'I like tea.') AS m_tea \gset
-SELECT ember.append_message('s1', 'user', 'Mostly green tea.') AS m_green \gset
-SELECT ember.append_message('s1', 'user', 'I run on Sundays.') AS m_run \gset
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.append_message('default', 's1', 'user', 'I like tea.') AS m_tea \gset
+SELECT ember.append_message('default', 's1', 'user', 'Mostly green tea.') AS m_green \gset
+SELECT ember.append_message('default', 's1', 'user', 'I run on Sundays.') AS m_run \gset
 
 -- 09:00 two facts; 10:00 merged into a third; 11:00 the merge retired, a new fact written;
 -- 11:30 that one re-embedded; 12:00 its source forgotten.

@@ -51,23 +51,23 @@ BEGIN
 END;
 $$;
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.create_thread('s2', 'side', 'Other');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.create_thread('default', 's2', 'side', 'Other');
+SELECT ember.ensure_steward_thread('default');
 
 -- The marker appears in the row to forget, in what was derived from it, and in the steward's
 -- record of deriving it; the control row in s2 must survive, to show the search finds things.
-SELECT ember.append_message('s1', 'user', 'My locker code is zqxmarker4242, remember it.') AS m_secret \gset
-SELECT ember.append_message(
+SELECT ember.append_message('default', 's1', 'user', 'My locker code is zqxmarker4242, remember it.') AS m_secret \gset
+SELECT ember.append_message('default', 
     's1', 'assistant', 'Noted zqxmarker4242.', NULL,
     '[{"type":"text","text":"Noted zqxmarker4242."},{"type":"tool_use","id":"toolu_zqxmarker4242","name":"zqxmarker4242_tool","input":{"code":"zqxmarker4242"}}]'
 ) AS m_echo \gset
-SELECT ember.append_message('s1', 'tool_result', 'stored zqxmarker4242', NULL, NULL, 'toolu_zqxmarker4242',
+SELECT ember.append_message('default', 's1', 'tool_result', 'stored zqxmarker4242', NULL, NULL, 'toolu_zqxmarker4242',
                             'zqxmarker4242_tool', 'ok') AS m_tool \gset
-SELECT ember.append_message('s2', 'user', 'Control row: keepmarker77 stays.') AS m_control \gset
-SELECT ember.copy_messages('s1', ARRAY[:m_secret], 's2') AS copies \gset
-SELECT ember.note_prefix('s1', '{"messages":[{"role":"user","content":"zqxmarker4242"}]}', '{"content":"zqxmarker4242"}')
+SELECT ember.append_message('default', 's2', 'user', 'Control row: keepmarker77 stays.') AS m_control \gset
+SELECT ember.copy_messages('default', 's1', ARRAY[:m_secret], 's2') AS copies \gset
+SELECT ember.note_prefix('default', 's1', '{"messages":[{"role":"user","content":"zqxmarker4242"}]}', '{"content":"zqxmarker4242"}')
     IS NULL AS noted \gset
 
 -- Facts derived from it: one written, one written then merged into another, one the steward
@@ -83,7 +83,7 @@ UPDATE ember.facts SET status = 'retired', retired_reason = 'superseded: zqxmark
 
 -- The steward's record: its write_fact call (in the raw blocks), a search result quoting the
 -- fact, and its reasoning quoting the user.
-SELECT ember.append_steward_record(
+SELECT ember.append_steward_record('default', 
     'assistant', 'The user said: My locker code is zqxmarker4242, remember it.', NULL,
     json_build_array(json_build_object(
         'type', 'tool_use', 'id', 'toolu_w1', 'name', 'write_fact',
@@ -91,12 +91,12 @@ SELECT ember.append_steward_record(
                                    'evidence', json_build_array(json_build_object('message_id', :m_secret)))
     ))
 ) AS s_call \gset
-SELECT ember.append_steward_record('tool_result', 'fact ' || :f_code || ' written', NULL, NULL,
+SELECT ember.append_steward_record('default', 'tool_result', 'fact ' || :f_code || ' written', NULL, NULL,
                             'toolu_w1', 'write_fact', 'ok') AS s_written \gset
-SELECT ember.append_steward_record('tool_result',
+SELECT ember.append_steward_record('default', 'tool_result',
                             format('fact %s [user-stated]: Locker zqxmarker4242 at the gym', :f_merged),
                             NULL, NULL, 'toolu_s1', 'search_memory', 'ok') AS s_search \gset
-SELECT ember.append_steward_record('tool_result', 'fact 999 [user-stated]: Control fact keepmarker77',
+SELECT ember.append_steward_record('default', 'tool_result', 'fact 999 [user-stated]: Control fact keepmarker77',
                             NULL, NULL, 'toolu_s2', 'search_memory', 'ok') AS s_control \gset
 
 -- A shadow proposal that quotes it.

@@ -6,14 +6,14 @@ SELECT plan(12);
 CREATE FUNCTION pg_temp.wake(p_read bigint [], p_status text DEFAULT 'completed') RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_gen uuid := ember.start_generation('memory-steward');
+    v_gen uuid := ember.start_generation('default', 'memory-steward');
     v_page text;
     v_run bigint;
 BEGIN
     SELECT string_agg(ember.render_row(m), E'\n' ORDER BY m.seq) INTO v_page
     FROM ember.messages AS m WHERE m.id = ANY(p_read);
     v_page := coalesce(v_page, '(nothing)');
-    PERFORM ember.append_steward_record('user', 'Backlog to digest.' || E'\n\n' || v_page, 'system',
+    PERFORM ember.append_steward_record('default', 'user', 'Backlog to digest.' || E'\n\n' || v_page, 'system',
                                  json_build_array(json_build_object('type', 'text', 'text', 'Backlog to digest.'),
                                                   json_build_object('type', 'text', 'text', v_page)));
     INSERT INTO ember.steward_runs (
@@ -34,31 +34,31 @@ DECLARE
 BEGIN
     INSERT INTO ember.facts (text, evidence_kind, run_id) VALUES (p_text, 'user-stated', p_run) RETURNING id INTO v_id;
     INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id) VALUES (v_id, 1, p_message);
-    PERFORM ember.append_steward_record('assistant', 'Writing it.', 'agent',
+    PERFORM ember.append_steward_record('default', 'assistant', 'Writing it.', 'agent',
         json_build_array(json_build_object('type', 'tool_use', 'id', 'toolu_' || v_id, 'name', 'write_fact',
                                            'input', json_build_object('text', p_text, 'evidence_kind', 'user-stated'))));
-    PERFORM ember.append_steward_record('tool_result', 'fact ' || v_id || ' written', 'system', NULL,
+    PERFORM ember.append_steward_record('default', 'tool_result', 'fact ' || v_id || ' written', 'system', NULL,
                                  'toolu_' || v_id, 'write_fact', 'ok');
     RETURN v_id;
 END;
 $$;
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.ensure_steward_thread();
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.append_message('s1', 'user', 'My PIN is plumvault3131.') AS m_secret \gset
-SELECT ember.append_message('s1', 'user', 'I cycle to work.') AS m_other \gset
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.ensure_steward_thread('default');
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.append_message('default', 's1', 'user', 'My PIN is plumvault3131.') AS m_secret \gset
+SELECT ember.append_message('default', 's1', 'user', 'I cycle to work.') AS m_other \gset
 
 SELECT pg_temp.wake(ARRAY[:m_secret, :m_other]) AS run1 \gset
 SELECT pg_temp.fact('PIN is plumvault3131', :run1, :m_secret) AS f_pin \gset
 SELECT pg_temp.fact('Cycles to work', :run1, :m_other) AS f_cycle \gset
 -- A later wake searched memory and got both facts back.
 SELECT pg_temp.wake(ARRAY[]::bigint []) AS run2 \gset
-SELECT ember.append_steward_record('tool_result',
+SELECT ember.append_steward_record('default', 'tool_result',
     format(E'fact %s [user-stated]: PIN is plumvault3131\nfact %s [user-stated]: Cycles to work', :f_pin, :f_cycle),
     'system', NULL, 'toolu_s', 'search_memory', 'ok') AS s_search \gset
 -- A wake still running has read the row, and retires a fact: history names it.
-SELECT ember.append_message('s1', 'user', 'I also swim.') AS m_swim \gset
+SELECT ember.append_message('default', 's1', 'user', 'I also swim.') AS m_swim \gset
 SELECT pg_temp.wake(ARRAY[:m_secret, :m_swim], 'running') AS run3 \gset
 UPDATE ember.facts SET status = 'retired', retired_reason = 'superseded' WHERE id = :f_cycle;
 SELECT is((SELECT run_id FROM ember.fact_history WHERE fact_id = :f_cycle AND change = 'retired'), :run3::bigint,

@@ -20,21 +20,21 @@ CREATE FUNCTION pg_temp.pointers(p_fact bigint) RETURNS bigint [] LANGUAGE sql A
     SELECT coalesce(array_agg(message_id ORDER BY ordinal), '{}') FROM ember.fact_evidence WHERE fact_id = p_fact
 $$;
 
-SELECT ember.create_thread('main', 'main');
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.create_thread('s2', 'side', 'Other');
-SELECT ember.ensure_steward_thread();
+SELECT ember.create_thread('default', 'main', 'main');
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.create_thread('default', 's2', 'side', 'Other');
+SELECT ember.ensure_steward_thread('default');
 
-SELECT ember.append_message('s1', 'user', 'I drink green tea every morning.') AS m_tea \gset
-SELECT ember.append_message('s1', 'user', 'Green tea, never coffee.') AS m_tea2 \gset
-SELECT ember.append_message('s1', 'assistant', 'Then the database is Postgres.') AS m_concl \gset
-SELECT ember.append_message('s1', 'user', 'Yes, Postgres it is.') AS m_accept \gset
-SELECT ember.append_message('s1', 'tool_result', 'build passed', NULL, NULL, 'call-1', 'ci_run', 'ok') AS m_tool \gset
-SELECT ember.append_message('s2', 'user', 'I live in Lisbon.') AS m_lisbon \gset
-SELECT ember.append_message('s2', 'user', 'Lisbon since 2020.') AS m_lisbon2 \gset
+SELECT ember.append_message('default', 's1', 'user', 'I drink green tea every morning.') AS m_tea \gset
+SELECT ember.append_message('default', 's1', 'user', 'Green tea, never coffee.') AS m_tea2 \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Then the database is Postgres.') AS m_concl \gset
+SELECT ember.append_message('default', 's1', 'user', 'Yes, Postgres it is.') AS m_accept \gset
+SELECT ember.append_message('default', 's1', 'tool_result', 'build passed', NULL, NULL, 'call-1', 'ci_run', 'ok') AS m_tool \gset
+SELECT ember.append_message('default', 's2', 'user', 'I live in Lisbon.') AS m_lisbon \gset
+SELECT ember.append_message('default', 's2', 'user', 'Lisbon since 2020.') AS m_lisbon2 \gset
 SELECT id AS g_s1 FROM ember.generations WHERE thread_id = 's1' \gset
 SELECT id AS g_steward FROM ember.generations WHERE thread_id = 'memory-steward' \gset
-SELECT ember.note_prefix('s1', '{"req": 1}', '{"resp": 1}') IS NULL AS noted \gset
+SELECT ember.note_prefix('default', 's1', '{"req": 1}', '{"resp": 1}') IS NULL AS noted \gset
 
 SELECT pg_temp.fact('Drinks green tea', 'user-stated', :m_tea, :m_tea2) AS f_two \gset
 SELECT pg_temp.fact('Drinks tea in the morning', 'user-stated', :m_tea) AS f_one \gset
@@ -62,7 +62,7 @@ SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s, 987654321], %L)'
                  'no such message: 987654321', 'an unknown id is refused and named');
 SELECT is((SELECT content FROM ember.messages WHERE id = :m_tea), 'I drink green tea every morning.',
           'a refused call erases nothing, not even its valid ids');
-SELECT ember.append_steward_record('assistant', 'noted') AS m_steward \gset
+SELECT ember.append_steward_record('default', 'assistant', 'noted') AS m_steward \gset
 SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], %L)', :m_steward, 'asked'), 'EM096', NULL,
                  'the steward''s own rows are refused');
 SELECT throws_ok('SELECT ember.forget_thread(''memory-steward'', ''asked'')', 'EM096', NULL,
@@ -168,8 +168,8 @@ SELECT is(ember.forget_thread('s1', 'again'), jsonb_build_object('noop', true, '
 
 -- A thread sealed after shadow proposed about it: the proposal guard refuses any change to a row
 -- of an isolated thread, so forgetting removes such proposals whole rather than failing.
-SELECT ember.create_thread('s3', 'side', 'Later sealed');
-SELECT ember.append_message('s3', 'user', 'I collect stamps.') AS m_stamps \gset
+SELECT ember.create_thread('default', 's3', 'side', 'Later sealed');
+SELECT ember.append_message('default', 's3', 'user', 'I collect stamps.') AS m_stamps \gset
 INSERT INTO ember.shadow_runs (
     thread_id, generation_id, path, model, reason, from_seq, through_seq, started_at, worker,
     lease_token, lease_expires_at, status, finished_at

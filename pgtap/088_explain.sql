@@ -19,14 +19,14 @@ CREATE FUNCTION pg_temp.msgs(VARIADIC p_ids bigint []) RETURNS jsonb LANGUAGE sq
     SELECT jsonb_agg(jsonb_build_object('message_id', i) ORDER BY o) FROM unnest(p_ids) WITH ORDINALITY AS x (i, o)
 $$;
 
-SELECT ember.create_thread('s1', 'side', 'Topic');
-SELECT ember.append_message('s1', 'user', 'I prefer tea.', NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ember.create_thread('default', 's1', 'side', 'Topic');
+SELECT ember.append_message('default', 's1', 'user', 'I prefer tea.', NULL, NULL, NULL, NULL, NULL, NULL,
                             '2030-01-01 08:00+00') AS m_user \gset
-SELECT ember.append_message('s1', 'assistant', 'Let us use Postgres.', NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ember.append_message('default', 's1', 'assistant', 'Let us use Postgres.', NULL, NULL, NULL, NULL, NULL, NULL,
                             '2030-01-01 08:01+00') AS m_concl \gset
-SELECT ember.append_message('s1', 'user', 'Yes, go with Postgres.', NULL, NULL, NULL, NULL, NULL, NULL,
+SELECT ember.append_message('default', 's1', 'user', 'Yes, go with Postgres.', NULL, NULL, NULL, NULL, NULL, NULL,
                             '2030-01-01 08:02+00') AS m_accept \gset
-SELECT ember.append_message('s1', 'tool_result', '12 tests passed', NULL, NULL, 'c1', 'pytest', 'ok', NULL,
+SELECT ember.append_message('default', 's1', 'tool_result', '12 tests passed', NULL, NULL, 'c1', 'pytest', 'ok', NULL,
                             '2030-01-01 08:03+00') AS m_tool \gset
 SELECT id AS g_s1 FROM ember.generations WHERE thread_id = 's1' \gset
 

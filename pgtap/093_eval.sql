@@ -34,15 +34,15 @@ SELECT ok(
     'eval_begin creates main and the steward''s thread and activates shadow before any import'
 );
 
-SELECT ember.create_thread('eval-0001', 'side', 'LoCoMo conv-a', NULL, 'open', NULL, '2023-05-08 13:56+00');
+SELECT ember.create_thread('default', 'eval-0001', 'side', 'LoCoMo conv-a', NULL, 'open', NULL, '2023-05-08 13:56+00');
 INSERT INTO ids VALUES
-('m1', ember.append_message('eval-0001', 'user', 'Ada: I love pottery.', 'human', p_now => '2023-05-08 13:56+00')),
-('m2', ember.append_message('eval-0001', 'assistant', 'Bruno: Nice.', p_now => '2023-05-08 13:56:01+00'));
-SELECT ember.start_generation('eval-0001', '2023-06-27 10:37+00');
+('m1', ember.append_message('default', 'eval-0001', 'user', 'Ada: I love pottery.', 'human', p_now => '2023-05-08 13:56+00')),
+('m2', ember.append_message('default', 'eval-0001', 'assistant', 'Bruno: Nice.', p_now => '2023-05-08 13:56:01+00'));
+SELECT ember.start_generation('default', 'eval-0001', '2023-06-27 10:37+00');
 INSERT INTO ids VALUES
-('m3', ember.append_message('eval-0001', 'user', 'Ada: I decided to adopt a dog.', 'human',
+('m3', ember.append_message('default', 'eval-0001', 'user', 'Ada: I decided to adopt a dog.', 'human',
                             p_now => '2023-06-27 10:37+00'));
-SELECT ember.create_thread('eval-0002', 'side', 'LoCoMo conv-b', NULL, 'open', NULL, '2023-04-03 08:00+00');
+SELECT ember.create_thread('default', 'eval-0002', 'side', 'LoCoMo conv-b', NULL, 'open', NULL, '2023-04-03 08:00+00');
 
 SELECT is(
     ember.eval_add_conversation(
@@ -113,7 +113,7 @@ INSERT INTO ember.shadow_runs (
     price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
     started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at
 )
-SELECT 'eval-0001', ember.current_generation('eval-0001'), 'cold', m.id, 'completed', 0, 0,
+SELECT 'eval-0001', ember.current_generation('default', 'eval-0001'), 'cold', m.id, 'completed', 0, 0,
        1000000, 2000000, 1000000, 0, 100000,
        m.price_as_of, m.price_input, m.price_output, m.price_cache_write_5m, m.price_cache_write_1h, m.price_cache_read,
        '2030-01-01 10:00+00', '2030-01-01 10:00:01+00', 1000, 'w', gen_random_uuid(), '2030-01-01 10:05+00'
@@ -299,7 +299,7 @@ INSERT INTO ember.steward_runs (
     price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h, price_cache_read,
     started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at
 ) VALUES (
-    ember.current_generation('memory-steward'), '{}', '{}', 0, 'claude-haiku-4-5', 'completed', 1000000, 0,
+    ember.current_generation('default', 'memory-steward'), '{}', '{}', 0, 'claude-haiku-4-5', 'completed', 1000000, 0,
     '2026-11-30', 1, 5, 1.25, 2, 0.1, '2030-01-01 10:00+00', '2030-01-01 10:01+00', 60000, 'w',
     gen_random_uuid(), '2030-01-01 10:10+00'
 );

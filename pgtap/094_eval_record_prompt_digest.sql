@@ -5,8 +5,8 @@ SELECT plan(4);
 -- call) and refuses a malformed one by name (EM140), storing no call then.
 
 SELECT ember.eval_begin('locomo', 'small.json', repeat('a', 64), NULL, NULL, 3, NULL, '2030-01-01 09:00+00') AS run \gset
-SELECT ember.create_thread('eval-0001', 'side', 'LoCoMo conv-a', NULL, 'open', NULL, '2023-05-08 13:56+00');
-SELECT ember.append_message('eval-0001', 'user', 'Ada: I love pottery.', 'human', p_now => '2023-05-08 13:56+00');
+SELECT ember.create_thread('default', 'eval-0001', 'side', 'LoCoMo conv-a', NULL, 'open', NULL, '2023-05-08 13:56+00');
+SELECT ember.append_message('default', 'eval-0001', 'user', 'Ada: I love pottery.', 'human', p_now => '2023-05-08 13:56+00');
 SELECT ember.eval_add_conversation(
     :run, 'conv-a', 'eval-0001', '[{"ordinal": 1, "source": "session_1", "date": "1:56 pm on 8 May, 2023"}]',
     '[{"generation": 1, "position": 1, "source": "D1:1"}]'

@@ -13,11 +13,11 @@ LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.row_at(p_thread text, p_text text, p_minutes numeric) RETURNS bigint
 LANGUAGE sql AS $$
-    SELECT ember.append_message(p_thread, 'user', p_text, 'human', NULL, NULL, NULL, NULL, NULL, pg_temp.at(p_minutes))
+    SELECT ember.append_message('default', p_thread, 'user', p_text, 'human', NULL, NULL, NULL, NULL, NULL, pg_temp.at(p_minutes))
 $$;
 
 -- Nothing set up: shadow was never activated, the steward's thread does not exist, no worker.
-SELECT ember.create_thread('early', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-70));
+SELECT ember.create_thread('default', 'early', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-70));
 SELECT pg_temp.row_at('early', 'I prefer tea.', -60);
 SELECT results_eq(
     $$SELECT items, oldest FROM pg_temp.status('shadow', 'shadow-not-activated', -59)$$,
@@ -28,28 +28,28 @@ SELECT results_eq(
     $$VALUES (1, 'early')$$,
     'and that the steward''s thread is missing');
 SELECT alike((SELECT detail FROM pg_temp.status('steward', 'steward-thread-missing', -59)),
-    '%ensure_steward_thread()%', 'naming the call that creates it');
+    '%ensure_steward_thread(tenant)%', 'naming the call that creates it');
 SELECT is((SELECT items FROM pg_temp.status('workers', 'no-worker', -59)), 0, 'and that no worker is connected or seen');
 
 -- The one-time set-up; main pinned to a model not tagged for health.
 SELECT ember.define_category('health');
-SELECT is((SELECT count(*)::int FROM ember.setup('{}', 'main', 'claude-sonnet-4-6', true, pg_temp.at(-50)) WHERE changed),
+SELECT is((SELECT count(*)::int FROM ember.setup('default', '{}', 'main', 'claude-sonnet-4-6', true, pg_temp.at(-50)) WHERE changed),
     3, 'setup creates main and the steward''s thread, and activates shadow');
-SELECT is((SELECT count(*)::int FROM ember.setup('{}', 'main', 'claude-sonnet-4-6', true, pg_temp.at(-49)) WHERE changed),
+SELECT is((SELECT count(*)::int FROM ember.setup('default', '{}', 'main', 'claude-sonnet-4-6', true, pg_temp.at(-49)) WHERE changed),
     0, 'a second setup changes nothing');
 SELECT is((SELECT count(*)::int FROM pg_temp.status('shadow', 'shadow-not-activated', -49)), 0,
     'once activated, that reason is gone');
 
 -- held: claimed by worker w with a one-hour lease.
-SELECT ember.create_thread('held', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-46));
+SELECT ember.create_thread('default', 'held', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-46));
 SELECT pg_temp.row_at('held', 'Call me Sam.', -45);
-SELECT ember.task_ended('held', pg_temp.at(-45));
+SELECT ember.task_ended('default', 'held', pg_temp.at(-45));
 SELECT is(ember.claim_shadow_run('w', '1 hour', pg_temp.at(-44)) ->> 'thread_id', 'held', 'held is claimed');
 
 -- hotty: a hot run whose host request carried no breakpoint on its last message.
-SELECT ember.create_thread('hotty', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-46));
+SELECT ember.create_thread('default', 'hotty', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-46));
 SELECT pg_temp.row_at('hotty', 'Always book aisle seats.', -44);
-SELECT ember.note_prefix('hotty',
+SELECT ember.note_prefix('default', 'hotty',
     json_build_object(
         'model', 'claude-sonnet-4-6', 'max_tokens', 100,
         'system', json_build_array(json_build_object('type', 'text', 'text', repeat('system prompt ', 800),
@@ -59,7 +59,7 @@ SELECT ember.note_prefix('hotty',
     )::text,
     '{"content":[{"type":"text","text":"Noted."}],"usage":{"input_tokens":500,"cache_read_input_tokens":0,"cache_creation_input_tokens":1600,"output_tokens":3}}',
     pg_temp.at(-43.5), pg_temp.at(-43.5));
-SELECT ember.waiting_for_user('hotty', pg_temp.at(-43.4));
+SELECT ember.waiting_for_user('default', 'hotty', pg_temp.at(-43.4));
 SELECT ember.claim_shadow_run('w', '5 minutes', pg_temp.at(-43)) AS hot \gset
 SELECT is(:'hot'::jsonb ->> 'path', 'hot', 'hotty is claimed on the hot path');
 SELECT results_eq(
@@ -76,30 +76,30 @@ SELECT is(ember.hot_cache_shortfall((:'hot'::jsonb ->> 'run_id')::bigint) ->> 'c
     'a hot run that read 76% of its prefix is a shortfall, caused by the missing breakpoint');
 
 -- due: idle for 35 minutes, not yet offered by tick(). quiet: active 5 minutes ago.
-SELECT ember.create_thread('due', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-40));
+SELECT ember.create_thread('default', 'due', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-40));
 SELECT pg_temp.row_at('due', 'I live in Porto.', -30);
-SELECT ember.create_thread('quiet', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-1));
+SELECT ember.create_thread('default', 'quiet', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-1));
 SELECT pg_temp.row_at('quiet', 'Remember that I am vegetarian.', 0);
 -- offered: its task ended. busy: a turn runs. care: a health chat no light model may read.
-SELECT ember.create_thread('offered', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-12));
+SELECT ember.create_thread('default', 'offered', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-12));
 SELECT pg_temp.row_at('offered', 'We decided to use Postgres.', -10);
-SELECT ember.task_ended('offered', pg_temp.at(-10));
-SELECT ember.create_thread('busy', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-1));
-SELECT ember.turn_started('busy', pg_temp.at(0));
+SELECT ember.task_ended('default', 'offered', pg_temp.at(-10));
+SELECT ember.create_thread('default', 'busy', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-1));
+SELECT ember.turn_started('default', 'busy', pg_temp.at(0));
 SELECT pg_temp.row_at('busy', 'Never deploy on Fridays.', 0);
-SELECT ember.task_ended('busy', pg_temp.at(0));
-SELECT ember.create_thread('care', 'side', NULL, 'health', 'open', NULL, pg_temp.at(-12));
+SELECT ember.task_ended('default', 'busy', pg_temp.at(0));
+SELECT ember.create_thread('default', 'care', 'side', NULL, 'health', 'open', NULL, pg_temp.at(-12));
 SELECT pg_temp.row_at('care', 'My knee hurts after running.', -10);
-SELECT ember.task_ended('care', pg_temp.at(-10));
+SELECT ember.task_ended('default', 'care', pg_temp.at(-10));
 -- flaky: three failed runs in its generation, and a new offer.
-SELECT ember.create_thread('flaky', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-41));
+SELECT ember.create_thread('default', 'flaky', 'side', NULL, NULL, 'open', NULL, pg_temp.at(-41));
 SELECT pg_temp.row_at('flaky', 'I prefer email.', -40);
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, error, from_seq, through_seq,
                                started_at, finished_at, worker, lease_token, lease_expires_at)
-SELECT 'flaky', ember.current_generation('flaky'), 'cold', 'claude-haiku-4-5', 'failed', 'boom', 0, 0,
+SELECT 'flaky', ember.current_generation('default', 'flaky'), 'cold', 'claude-haiku-4-5', 'failed', 'boom', 0, 0,
        pg_temp.at(-10 + i), pg_temp.at(-10 + i), 'w', gen_random_uuid(), pg_temp.at(i)
 FROM generate_series(1, 3) AS i;
-SELECT ember.task_ended('flaky', pg_temp.at(-5));
+SELECT ember.task_ended('default', 'flaky', pg_temp.at(-5));
 
 SELECT results_eq($$SELECT items, oldest, until FROM pg_temp.status('shadow', 'idle-not-reached', 5)$$,
     $$VALUES (1, 'quiet', pg_temp.at(20))$$, 'quiet: not idle long enough, and until when');

@@ -7,7 +7,7 @@ CREATE FUNCTION pg_temp.shadow_run(p_thread text, p_now timestamptz) RETURNS big
 DECLARE
     v_plan jsonb;
 BEGIN
-    PERFORM ember.shadow_memory_changed(p_thread, 'idle-or-ended', p_now);
+    PERFORM ember.shadow_memory_changed('default', p_thread, 'idle-or-ended', p_now);
     v_plan := ember.claim_shadow_run('test-worker', '10 minutes', p_now);
     IF v_plan ->> 'thread_id' IS DISTINCT FROM p_thread THEN
         RAISE EXCEPTION 'test set-up: expected a claim of %, got %', p_thread, v_plan;
@@ -51,15 +51,15 @@ CREATE FUNCTION pg_temp.outcome(p_proposal bigint) RETURNS text LANGUAGE sql AS 
 $$;
 
 SELECT ember.define_category('travel');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-03-01 08:00+00');
-SELECT ember.ensure_steward_thread('2030-03-01 08:00+00');
-SELECT ember.create_thread('s1', 'side', 'Diet', NULL, 'open', NULL, '2030-03-01 08:00+00');
-SELECT ember.create_thread('s2', 'side', 'Trips', 'travel', 'open', NULL, '2030-03-01 08:00+00');
-SELECT ember.create_thread('vault', 'side', 'Private', NULL, 'isolated', NULL, '2030-03-01 08:00+00');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-03-01 08:00+00');
+SELECT ember.ensure_steward_thread('default', '2030-03-01 08:00+00');
+SELECT ember.create_thread('default', 's1', 'side', 'Diet', NULL, 'open', NULL, '2030-03-01 08:00+00');
+SELECT ember.create_thread('default', 's2', 'side', 'Trips', 'travel', 'open', NULL, '2030-03-01 08:00+00');
+SELECT ember.create_thread('default', 'vault', 'side', 'Private', NULL, 'isolated', NULL, '2030-03-01 08:00+00');
 UPDATE ember.models SET tags = '{travel}' WHERE id = 'claude-haiku-4-5';
 
-SELECT ember.append_message('s1', 'user', 'I am vegetarian.', p_now => '2030-03-01 09:00+00') AS m_old \gset
-SELECT ember.append_message('s2', 'user', 'I fly to Lisbon often.', p_now => '2030-03-01 09:00+00') AS m_s2 \gset
+SELECT ember.append_message('default', 's1', 'user', 'I am vegetarian.', p_now => '2030-03-01 09:00+00') AS m_old \gset
+SELECT ember.append_message('default', 's2', 'user', 'I fly to Lisbon often.', p_now => '2030-03-01 09:00+00') AS m_s2 \gset
 
 -- ---------------------------------------------------------------------------------------------
 -- Refusals.
@@ -67,7 +67,7 @@ SELECT throws_ok($$SELECT ember.cut_over('thread', 's1', 'ops', NULL, '2030-03-0
                  'no cut-over before shadow is activated: nothing would read the new rows');
 SELECT ember.shadow_activate('2030-03-01 09:30+00');
 -- A row after activation, before the cut-over: shadow reads it, and it stays the steward's.
-SELECT ember.append_message('s1', 'user', 'I like rice.', p_now => '2030-03-01 09:40+00') AS m_pre \gset
+SELECT ember.append_message('default', 's1', 'user', 'I like rice.', p_now => '2030-03-01 09:40+00') AS m_pre \gset
 SELECT throws_ok($$SELECT ember.cut_over('room', 's1')$$, 'EM120', NULL, 'an unknown scope kind is refused');
 SELECT throws_ok($$SELECT ember.cut_over('thread', NULL)$$, 'EM120', NULL, 'a thread scope needs a thread');
 SELECT throws_ok($$SELECT ember.cut_over('all', 's1')$$, 'EM120', NULL, 'the all scope takes no value');
@@ -103,11 +103,11 @@ SELECT ember.cutover_rollback('category', 'travel', 'ops', '2030-03-01 10:00+00'
 
 -- ---------------------------------------------------------------------------------------------
 -- The steward stops at the point; the rows before it stay its own.
-SELECT ember.append_message('s1', 'user', 'I moved to Lisbon.', p_now => '2030-03-01 10:05+00') AS m_new \gset
-SELECT ember.append_message('s1', 'assistant', 'Shall I note Lisbon as home?', p_now => '2030-03-01 10:06+00') AS m_asst \gset
-SELECT ember.append_message('s1', 'tool_result', 'lookup failed', NULL, NULL, 'c1', 'lookup', 'error', NULL,
+SELECT ember.append_message('default', 's1', 'user', 'I moved to Lisbon.', p_now => '2030-03-01 10:05+00') AS m_new \gset
+SELECT ember.append_message('default', 's1', 'assistant', 'Shall I note Lisbon as home?', p_now => '2030-03-01 10:06+00') AS m_asst \gset
+SELECT ember.append_message('default', 's1', 'tool_result', 'lookup failed', NULL, NULL, 'c1', 'lookup', 'error', NULL,
                             '2030-03-01 10:07+00') AS m_err \gset
-SELECT ember.append_message('s1', 'user', 'I drink tea.', p_now => '2030-03-01 10:08+00') AS m_tea \gset
+SELECT ember.append_message('default', 's1', 'user', 'I drink tea.', p_now => '2030-03-01 10:08+00') AS m_tea \gset
 SELECT is((SELECT array_agg(id ORDER BY seq) FROM ember.backlog WHERE thread_id = 's1'), ARRAY[:m_old, :m_pre]::bigint[],
           'the steward''s backlog of a cut-over thread ends at the point: its older row stays, the new ones are shadow''s');
 SELECT is((SELECT count(*)::int FROM ember.backlog_waiting WHERE thread_id = 's1'), 0,
@@ -177,7 +177,7 @@ SELECT is((SELECT count(*)::int FROM forced_props AS p JOIN ember.cutover_promot
           'each refusal says the evidence was refused, with the steward''s reason');
 
 -- A pointer the run's model never saw is refused though the steward's kind rules pass it.
-SELECT ember.append_message('s1', 'user', 'I cycle to work.', p_now => '2030-03-01 11:30+00') AS m_unseen \gset
+SELECT ember.append_message('default', 's1', 'user', 'I cycle to work.', p_now => '2030-03-01 11:30+00') AS m_unseen \gset
 SELECT is(pg_temp.outcome(pg_temp.forced(:r1, 'The user cycles.', 'user-stated', pg_temp.ev(:m_unseen))), 'refused',
           'a pointer to a row the run did not read is refused at promotion');
 
@@ -205,7 +205,7 @@ SELECT matches((SELECT reason FROM ember.cutover_promotions WHERE proposal_id = 
 
 -- ---------------------------------------------------------------------------------------------
 -- The steward confirms one promoted fact from its own reading of another thread.
-SELECT ember.append_message('s2', 'user', 'I drink tea every day.', p_now => '2030-03-01 12:10+00') AS m_s2tea \gset
+SELECT ember.append_message('default', 's2', 'user', 'I drink tea every day.', p_now => '2030-03-01 12:10+00') AS m_s2tea \gset
 SELECT fact_id AS f_tea FROM ember.cutover_promotions
 WHERE proposal_id = (SELECT id FROM forced_props WHERE kind = 'user-stated' AND evidence = pg_temp.ev(:m_tea)) \gset
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2030-03-01 13:00+00') AS p;
@@ -259,7 +259,7 @@ SELECT is((SELECT array_agg(id ORDER BY seq) FROM ember.backlog WHERE thread_id 
           ARRAY[:m_new, :m_asst, :m_err, :m_tea, :m_unseen]::bigint[],
           'the steward reads the thread again from the cut-over point');
 SELECT is((:'rb'::jsonb ->> 'rows_returned')::int, 5, 'and the rollback says how many rows it returned');
-SELECT ember.append_message('s1', 'user', 'I own a bike.', p_now => '2030-03-01 14:30+00') AS m_bike \gset
+SELECT ember.append_message('default', 's1', 'user', 'I own a bike.', p_now => '2030-03-01 14:30+00') AS m_bike \gset
 SELECT pg_temp.shadow_run('s1', '2030-03-01 15:00+00') AS r3 \gset
 SELECT pg_temp.submit(:r3, jsonb_build_array(pg_temp.prop('The user owns a bike.', 'user-stated', :m_bike)), '2030-03-01 15:01+00');
 SELECT is((SELECT count(*)::int FROM ember.cutover_promotions WHERE shadow_run_id = :r3), 0,

@@ -7,11 +7,11 @@ SELECT plan(9);
 -- failure replays; the seed and the step are in the violation's text.
 
 SELECT ember.define_category('travel');
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-04-01 08:00+00');
-SELECT ember.ensure_steward_thread('2030-04-01 08:00+00');
-SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-04-01 08:00+00');
-SELECT ember.create_thread('b', 'side', 'B', 'travel', 'open', NULL, '2030-04-01 08:00+00');
-SELECT ember.create_thread('c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-04-01 08:00+00');
+SELECT ember.ensure_steward_thread('default', '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'a', 'side', 'A', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'b', 'side', 'B', 'travel', 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:00+00');
 UPDATE ember.models SET tags = '{travel}' WHERE id = 'claude-haiku-4-5';
 SELECT ember.shadow_activate('2030-04-01 08:30+00');
 
@@ -112,7 +112,7 @@ BEGIN
         VALUES ((ember.cut_over('all', NULL, 'schedule', NULL, p_now) ->> 'cutover_id')::bigint, 'all', NULL,
                 (SELECT max(seq) FROM ember.messages), true);
     END IF;
-    PERFORM ember.append_message(t, 'user', 'late note', p_now => p_now) FROM unnest(ARRAY['a', 'b', 'c']) AS t;
+    PERFORM ember.append_message('default', t, 'user', 'late note', p_now => p_now) FROM unnest(ARRAY['a', 'b', 'c']) AS t;
 END;
 $$;
 SELECT pg_temp.ensure_active('2030-05-01 08:00+00');

@@ -52,12 +52,12 @@ $$;
 
 UPDATE ember.models SET tags = '{}' WHERE tier = 'light';
 SELECT ember.shadow_activate('2030-07-01 07:00+00');
-SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.create_thread('b', 'side', 'B', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.create_thread('s4', 'side', 'S4', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.append_message('a', 'user', 'I live in Berlin.', p_now => '2030-07-01 09:00+00') AS m_berlin \gset
-SELECT ember.append_message('a', 'user', 'I prefer tea.', p_now => '2030-07-01 10:00+00') AS m_tea \gset
-SELECT ember.append_message('s4', 'user', 'I like chess.', p_now => '2030-07-01 11:00+00') AS m_chess \gset
+SELECT ember.create_thread('default', 'a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 'b', 'side', 'B', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 's4', 'side', 'S4', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.append_message('default', 'a', 'user', 'I live in Berlin.', p_now => '2030-07-01 09:00+00') AS m_berlin \gset
+SELECT ember.append_message('default', 'a', 'user', 'I prefer tea.', p_now => '2030-07-01 10:00+00') AS m_tea \gset
+SELECT ember.append_message('default', 's4', 'user', 'I like chess.', p_now => '2030-07-01 11:00+00') AS m_chess \gset
 SELECT pg_temp.fact('The user lives in Berlin.', '2030-07-01 12:00+00', NULL, :m_berlin) AS f_berlin \gset
 SELECT pg_temp.fact('The user prefers tea.', '2030-07-01 12:00+00', NULL, :m_tea) AS f_tea \gset
 
@@ -73,20 +73,20 @@ SELECT is((SELECT (created_by, recorded_by = session_user, recorded_at = now()):
           'the operator''s name is kept beside the login role and clock the database saw');
 SELECT ember.cut_over('thread', 's4', 'ops', NULL, '2030-07-01 20:00+00') ->> 'cutover_id' AS cut_s4 \gset
 
-SELECT ember.append_message('b', 'user', 'I moved to Lisbon.', p_now => '2030-07-02 09:00+00') AS m_lisbon \gset
-SELECT ember.append_message('b', 'user', 'I really prefer tea.', p_now => '2030-07-02 10:00+00') AS m_tea_b \gset
+SELECT ember.append_message('default', 'b', 'user', 'I moved to Lisbon.', p_now => '2030-07-02 09:00+00') AS m_lisbon \gset
+SELECT ember.append_message('default', 'b', 'user', 'I really prefer tea.', p_now => '2030-07-02 10:00+00') AS m_tea_b \gset
 SELECT pg_temp.fact('The user lives in Lisbon.', '2030-07-02 12:00+00', :cut_b, :m_lisbon) AS f_lisbon \gset
 SELECT pg_temp.fact('User prefers tea.', '2030-07-02 12:00+00', :cut_b, :m_tea_b) AS f_tea_b \gset
 
 -- ---------------------------------------------------------------------------------------------
 -- Work is asked of the pipeline that owns it.
-SELECT ember.ensure_steward_thread('2030-07-01 07:30+00');
+SELECT ember.ensure_steward_thread('default', '2030-07-01 07:30+00');
 UPDATE ember.messages SET episode_id = gen_random_uuid() WHERE thread_id IN ('a', 's4');
-SELECT ember.start_generation('b', '2030-07-02 11:00+00');
+SELECT ember.start_generation('default', 'b', '2030-07-02 11:00+00');
 SELECT is(ember.steward_has_work('2030-07-03 09:00+00'), false,
           'rows above a cut-over point are shadow''s: they do not wake the steward');
-SELECT ember.append_message('a', 'user', 'I am back.', p_now => '2030-07-02 11:30+00');
-SELECT ember.start_generation('a', '2030-07-02 11:40+00');
+SELECT ember.append_message('default', 'a', 'user', 'I am back.', p_now => '2030-07-02 11:30+00');
+SELECT ember.start_generation('default', 'a', '2030-07-02 11:40+00');
 SELECT is(ember.steward_has_work('2030-07-03 09:00+00'), true, 'a row the steward owns still does');
 SELECT is((SELECT (state, reason, items, oldest)::text FROM ember.work_status('2030-07-03 09:00+00')
            WHERE pipeline = 'cutover' AND oldest = 'thread:b'), ('active', 'shadow-owns', 2, 'thread:b')::text,
@@ -160,7 +160,7 @@ SELECT is((SELECT (rolled_back_by, rollback_recorded_by = session_user)::text FR
 
 -- A sealed cut-over thread can be rolled back.
 SELECT pg_temp.fact('The user likes chess.', '2030-07-02 12:00+00', :cut_s4, :m_chess) AS f_chess \gset
-SELECT ember.seal_thread('s4');
+SELECT ember.seal_thread('default', 's4');
 SELECT lives_ok($$SELECT ember.cutover_rollback('thread', 's4', 'ops', '2030-07-04 10:00+00')$$,
                 'a thread sealed since its cut-over is rolled back all the same');
 SELECT is((SELECT status FROM ember.facts WHERE id = :f_chess), 'retired', 'its promoted fact retired');
@@ -188,13 +188,13 @@ SELECT is((SELECT detail FROM ember.fact_history WHERE fact_id = :f_berlin ORDER
 
 -- ---------------------------------------------------------------------------------------------
 -- Sealing stops consolidation; the review queue follows the isolation rule.
-SELECT ember.create_thread('c', 'side', 'C', NULL, 'open', NULL, '2030-07-05 08:00+00');
-SELECT ember.append_message('c', 'user', 'I like jazz.', p_now => '2030-07-05 09:00+00') AS m_jazz \gset
-SELECT ember.append_message('c', 'user', 'I hate jazz.', p_now => '2030-07-05 10:00+00') AS m_nojazz \gset
+SELECT ember.create_thread('default', 'c', 'side', 'C', NULL, 'open', NULL, '2030-07-05 08:00+00');
+SELECT ember.append_message('default', 'c', 'user', 'I like jazz.', p_now => '2030-07-05 09:00+00') AS m_jazz \gset
+SELECT ember.append_message('default', 'c', 'user', 'I hate jazz.', p_now => '2030-07-05 10:00+00') AS m_nojazz \gset
 SELECT pg_temp.fact('The user likes jazz.', '2030-07-05 12:00+00', NULL, :m_jazz) AS f_jazz \gset
 SELECT pg_temp.fact('The user hates jazz.', '2030-07-05 12:00+00', NULL, :m_nojazz) AS f_nojazz \gset
 SELECT ember.claim_consolidation_run('w', '10 minutes', '2030-07-06 10:00+00') ->> 'run_id' AS r2 \gset
-SELECT ember.seal_thread('c');
+SELECT ember.seal_thread('default', 'c');
 SELECT pg_temp.submit(:r2, pg_temp.outcome(jsonb_build_array(
     pg_temp.act('supersede', ARRAY[:f_jazz, :f_nojazz]::bigint[], 'changed their mind'),
     jsonb_build_object('action', 'flag', 'fact_ids', jsonb_build_array(:f_jazz, :f_nojazz), 'reason', 'which?',
@@ -216,7 +216,7 @@ SELECT throws_ok(format('SELECT ember.review_consolidation_action(%s, %L, %L)',
 -- The runs above were claimed in simulated 2030; moved to the past, they leave the groups due now.
 UPDATE ember.consolidation_runs SET status = 'abandoned' WHERE status = 'running';
 UPDATE ember.consolidation_runs SET started_at = '2020-01-01', finished_at = '2020-01-01';
-SELECT ember.append_message('a', 'user', 'I prefer green tea.') AS m_green \gset
+SELECT ember.append_message('default', 'a', 'user', 'I prefer green tea.') AS m_green \gset
 SELECT pg_temp.fact('The user prefers green tea.', clock_timestamp(), NULL, :m_green);
 SELECT ember.claim_consolidation_run('w', '1 second') ->> 'run_id' AS r3 \gset
 SELECT pg_sleep(1.2);

@@ -29,13 +29,13 @@ SELECT plan(10);
 \set seed 0.4242
 \endif
 
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-04-01 08:00+00');
-SELECT ember.ensure_steward_thread('2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5', '2030-04-01 08:00+00');
+SELECT ember.ensure_steward_thread('default', '2030-04-01 08:00+00');
 SELECT ember.define_category('travel');
-SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-04-01 08:00+00');
-SELECT ember.create_thread('b', 'side', 'B', 'travel', 'open', NULL, '2030-04-01 08:00+00');
-SELECT ember.create_thread('c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:00+00');
-SELECT ember.create_thread('d', 'side', 'D', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'a', 'side', 'A', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'b', 'side', 'B', 'travel', 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'c', 'task', 'C', NULL, 'open', NULL, '2030-04-01 08:00+00');
+SELECT ember.create_thread('default', 'd', 'side', 'D', NULL, 'open', NULL, '2030-04-01 08:00+00');
 UPDATE ember.models SET tags = '{travel}' WHERE tier = 'light' OR id = 'claude-haiku-4-5';
 UPDATE ember.settings SET value = '"0 seconds"' WHERE key = 'consolidation_interval';
 SELECT ember.shadow_activate('2030-04-01 08:30+00');
@@ -204,7 +204,7 @@ BEGIN
             END IF;
         ELSIF NOT pg_temp.is_sealed('d') AND v_step > p_steps / 3 THEN
             -- A thread is sealed once, a third of the way in: its cut-over, if any, stays until rolled back.
-            PERFORM ember.seal_thread('d');
+            PERFORM ember.seal_thread('default', 'd');
             INSERT INTO sealed VALUES ('d', v_now);
             PERFORM pg_temp.bump('seal');
         END IF;

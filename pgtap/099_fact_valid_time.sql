@@ -22,8 +22,8 @@ CREATE FUNCTION pg_temp.texts(p_at timestamptz, p_axis text) RETURNS text [] LAN
     SELECT coalesce(array_agg(text ORDER BY fact_id), '{}') FROM ember.facts_as_of(p_at, p_axis)
 $$;
 
-SELECT ember.create_thread('s1', 'side', 'Home', p_now => '2030-06-01 08:00+00');
-SELECT ember.append_message('s1', 'user', 'I live in Berlin.', p_now => '2030-06-01 09:00+00') AS m_berlin \gset
+SELECT ember.create_thread('default', 's1', 'side', 'Home', p_now => '2030-06-01 08:00+00');
+SELECT ember.append_message('default', 's1', 'user', 'I live in Berlin.', p_now => '2030-06-01 09:00+00') AS m_berlin \gset
 SELECT pg_temp.fact('The user lives in Berlin.', '2030-06-01 12:00+00', :m_berlin) AS f_berlin \gset
 
 SELECT is((SELECT valid_from FROM ember.facts WHERE id = :f_berlin), '2030-06-01 09:00+00'::timestamptz,
@@ -40,7 +40,7 @@ SELECT is(pg_temp.texts('2030-06-01 10:00+00', 'valid'), ARRAY['The user lives i
 SELECT is(pg_temp.texts('2030-06-01 13:00+00', 'recorded'), ARRAY['The user lives in Berlin.'],
           'recorded axis: at 13:00 Ember believed it');
 
-SELECT ember.append_message('s1', 'user', 'I moved to Lisbon.', p_now => '2030-06-02 09:00+00') AS m_lisbon \gset
+SELECT ember.append_message('default', 's1', 'user', 'I moved to Lisbon.', p_now => '2030-06-02 09:00+00') AS m_lisbon \gset
 SELECT pg_temp.fact('The user lives in Lisbon.', '2030-06-02 14:00+00', :m_lisbon) AS f_lisbon \gset
 
 -- Refusals.

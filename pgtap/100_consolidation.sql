@@ -33,23 +33,23 @@ $$;
 
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{}' WHERE tier = 'light';
-SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.create_thread('b', 'side', 'B', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.create_thread('notes', 'side', 'Notes', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 'a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 'b', 'side', 'B', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.create_thread('default', 'notes', 'side', 'Notes', NULL, 'open', NULL, '2030-07-01 08:00+00');
 
-SELECT ember.append_message('a', 'user', 'I live in Berlin.', p_now => '2030-07-01 09:00+00') AS m_berlin \gset
-SELECT ember.append_message('b', 'user', 'I moved to Lisbon.', p_now => '2030-07-02 09:00+00') AS m_lisbon \gset
-SELECT ember.append_message('a', 'user', 'I prefer tea.', p_now => '2030-07-01 10:00+00') AS m_tea_a \gset
-SELECT ember.append_message('b', 'user', 'I really prefer tea.', p_now => '2030-07-02 10:00+00') AS m_tea_b \gset
-SELECT ember.append_message('a', 'tool_result', 'deploy ok', NULL, NULL, 'c1', 'bash', 'ok', NULL,
+SELECT ember.append_message('default', 'a', 'user', 'I live in Berlin.', p_now => '2030-07-01 09:00+00') AS m_berlin \gset
+SELECT ember.append_message('default', 'b', 'user', 'I moved to Lisbon.', p_now => '2030-07-02 09:00+00') AS m_lisbon \gset
+SELECT ember.append_message('default', 'a', 'user', 'I prefer tea.', p_now => '2030-07-01 10:00+00') AS m_tea_a \gset
+SELECT ember.append_message('default', 'b', 'user', 'I really prefer tea.', p_now => '2030-07-02 10:00+00') AS m_tea_b \gset
+SELECT ember.append_message('default', 'a', 'tool_result', 'deploy ok', NULL, NULL, 'c1', 'bash', 'ok', NULL,
                             '2030-07-01 11:00+00') AS m_deploy \gset
-SELECT ember.append_message('a', 'user', 'I like jazz.', p_now => '2030-07-01 12:00+00') AS m_jazz \gset
-SELECT ember.append_message('b', 'user', 'I hate jazz.', p_now => '2030-07-02 12:00+00') AS m_nojazz \gset
-SELECT ember.append_message('a', 'user', 'I run daily.', p_now => '2030-07-01 13:00+00') AS m_run \gset
-SELECT ember.append_message('doc', 'user', 'My knee hurts.', p_now => '2030-07-01 14:00+00') AS m_knee \gset
-SELECT ember.append_message('doc', 'user', 'My knee still hurts.', p_now => '2030-07-02 14:00+00') AS m_knee2 \gset
-SELECT ember.append_message('notes', 'user', 'I like chess.', p_now => '2030-07-01 15:00+00') AS m_chess \gset
+SELECT ember.append_message('default', 'a', 'user', 'I like jazz.', p_now => '2030-07-01 12:00+00') AS m_jazz \gset
+SELECT ember.append_message('default', 'b', 'user', 'I hate jazz.', p_now => '2030-07-02 12:00+00') AS m_nojazz \gset
+SELECT ember.append_message('default', 'a', 'user', 'I run daily.', p_now => '2030-07-01 13:00+00') AS m_run \gset
+SELECT ember.append_message('default', 'doc', 'user', 'My knee hurts.', p_now => '2030-07-01 14:00+00') AS m_knee \gset
+SELECT ember.append_message('default', 'doc', 'user', 'My knee still hurts.', p_now => '2030-07-02 14:00+00') AS m_knee2 \gset
+SELECT ember.append_message('default', 'notes', 'user', 'I like chess.', p_now => '2030-07-01 15:00+00') AS m_chess \gset
 
 SELECT pg_temp.fact('The user lives in Berlin.', 'user-stated', '2030-07-01 12:00+00', '{}', :m_berlin) AS f_berlin \gset
 SELECT pg_temp.fact('The user lives in Lisbon.', 'user-stated', '2030-07-02 12:00+00', '{}', :m_lisbon) AS f_lisbon \gset

@@ -4,9 +4,9 @@ SELECT plan(5);
 -- A consolidation run records the digest of the prompt text its request carried (prompt_sha256
 -- in the outcome) and refuses a malformed one by name (EM140), writing nothing then.
 
-SELECT ember.create_thread('a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
-SELECT ember.append_message('a', 'user', 'I prefer tea.', p_now => '2030-07-01 09:00+00') AS m1 \gset
-SELECT ember.append_message('a', 'user', 'I really prefer tea.', p_now => '2030-07-01 09:05+00') AS m2 \gset
+SELECT ember.create_thread('default', 'a', 'side', 'A', NULL, 'open', NULL, '2030-07-01 08:00+00');
+SELECT ember.append_message('default', 'a', 'user', 'I prefer tea.', p_now => '2030-07-01 09:00+00') AS m1 \gset
+SELECT ember.append_message('default', 'a', 'user', 'I really prefer tea.', p_now => '2030-07-01 09:05+00') AS m2 \gset
 INSERT INTO ember.facts (text, evidence_kind, categories, source_threads, created_at, updated_at) VALUES
 ('The user prefers tea.', 'user-stated', '{}', '{a}', '2030-07-01 12:00+00', '2030-07-01 12:00+00'),
 ('User prefers tea.', 'user-stated', '{}', '{a}', '2030-07-01 12:00+00', '2030-07-01 12:00+00');

@@ -40,16 +40,16 @@ SELECT is((SELECT array_agg(f.fn::text ORDER BY f.fn::text) FROM own_functions A
 -- Fixtures, as the owner.
 SELECT ember.define_category('health');
 UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-opus-4-8';
-SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
-SELECT ember.create_thread('doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8');
-SELECT ember.append_message('doc', 'user', 'knee: day 1', 'human');
+SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5');
+SELECT ember.create_thread('default', 'doc', 'side', 'Doctor', 'health', 'open', 'claude-opus-4-8');
+SELECT ember.append_message('default', 'doc', 'user', 'knee: day 1', 'human');
 
 -- ember_host: the host API, and nothing past it.
 SET ROLE ember_host;
-SELECT lives_ok($$SELECT ember.create_thread('chat', 'side', 'Chat')$$, 'the host creates a thread');
-SELECT lives_ok($$SELECT ember.append_message('chat', 'user', 'hello', 'human')$$, 'the host appends a message');
-SELECT lives_ok($$SELECT ember.note_prefix('chat', '{"model": "m"}', '{"id": "r"}')$$, 'the host records a prefix');
-SELECT lives_ok($$SELECT ember.turn_started('chat')$$, 'the host reports a turn');
+SELECT lives_ok($$SELECT ember.create_thread('default', 'chat', 'side', 'Chat')$$, 'the host creates a thread');
+SELECT lives_ok($$SELECT ember.append_message('default', 'chat', 'user', 'hello', 'human')$$, 'the host appends a message');
+SELECT lives_ok($$SELECT ember.note_prefix('default', 'chat', '{"model": "m"}', '{"id": "r"}')$$, 'the host records a prefix');
+SELECT lives_ok($$SELECT ember.turn_started('default', 'chat')$$, 'the host reports a turn');
 SELECT is((SELECT content FROM ember.read_thread('human', 'chat')), 'hello', 'the host reads through read_thread');
 SELECT is(ember.route_model('frontier', '{health}'), 'claude-opus-4-8', 'the host routes a call');
 SELECT throws_ok($$INSERT INTO ember.messages (thread_id, generation_id, role, content)
@@ -69,10 +69,10 @@ SELECT lives_ok($$SELECT ember.tick()$$, 'the worker runs the tick');
 SELECT lives_ok($$SELECT ember.claim_shadow_run('w1', '5 minutes')$$, 'the worker claims');
 SELECT throws_ok($$SELECT ember.submit_shadow_run(-1, gen_random_uuid(), '{}')$$, 'EM040', NULL,
                  'the worker reaches submit_shadow_run (and its checks)');
-SELECT throws_ok($$SELECT ember.append_message('chat', 'user', 'spoofed', 'human')$$, '42501', NULL,
+SELECT throws_ok($$SELECT ember.append_message('default', 'chat', 'user', 'spoofed', 'human')$$, '42501', NULL,
                  'the worker cannot append messages');
-SELECT throws_ok($$SELECT ember.create_thread('w-thread', 'side')$$, '42501', NULL, 'the worker cannot create threads');
-SELECT throws_ok($$SELECT ember.note_prefix('chat', '{}', '{}')$$, '42501', NULL, 'the worker cannot record prefixes');
+SELECT throws_ok($$SELECT ember.create_thread('default', 'w-thread', 'side')$$, '42501', NULL, 'the worker cannot create threads');
+SELECT throws_ok($$SELECT ember.note_prefix('default', 'chat', '{}', '{}')$$, '42501', NULL, 'the worker cannot record prefixes');
 SELECT throws_ok($$SELECT count(*) FROM ember.shadow_runs$$, '42501', NULL, 'the worker cannot read the runs table');
 SELECT throws_ok($$DELETE FROM ember.shadow_proposals$$, '42501', NULL, 'the worker cannot delete proposals');
 RESET ROLE;
@@ -90,7 +90,7 @@ CREATE TEMP TABLE before_plant AS
 SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
 UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
 UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
-UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('chat', 'doc')::text, 'ok');
+UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('default', 'chat', 'doc')::text, 'ok');
 GRANT SELECT ON before_plant TO ember_host;
 CREATE TEMP TABLE planted_calls (fn text, ran_as text);
 GRANT INSERT, SELECT ON planted_calls TO ember_host;
@@ -115,9 +115,9 @@ SELECT lives_ok($$CREATE TEMP TABLE after_plant AS
     SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
     UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
     UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
-    UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('chat', 'doc')::text, 'ok')$$,
+    UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('default', 'chat', 'doc')::text, 'ok')$$,
     'Ember''s functions run with the planted objects first on the caller''s path');
-SELECT lives_ok($$SELECT ember.append_message('chat', 'user', 'after the plant', 'human')$$,
+SELECT lives_ok($$SELECT ember.append_message('default', 'chat', 'user', 'after the plant', 'human')$$,
                 'and a write through the host API still works');
 RESET search_path;
 RESET ROLE;

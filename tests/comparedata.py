@@ -35,12 +35,14 @@ def setup(conn: psycopg.Connection[Any]) -> None:
 
 
 def thread(conn: psycopg.Connection[Any], name: str, category: str | None = None) -> None:
-    conn.execute("SELECT ember.create_thread(%s, 'side', p_category => %s)", (name, category))
+    conn.execute(
+        "SELECT ember.create_thread('default', %s, 'side', p_category => %s)", (name, category)
+    )
 
 
 def message(conn: psycopg.Connection[Any], name: str, content: str) -> int:
     row = conn.execute(
-        "SELECT ember.append_message(%s, 'user', %s, p_author => 'human', p_now => %s)",
+        "SELECT ember.append_message('default', %s, 'user', %s, p_author => 'human', p_now => %s)",
         (name, content, AT),
     ).fetchone()
     assert row is not None
@@ -58,7 +60,7 @@ def shadow_run(
             price_cache_write_5m, price_cache_write_1h, price_cache_read,
             started_at, finished_at, latency_ms, worker, lease_token, lease_expires_at
         )
-        SELECT %s, ember.current_generation(%s), %s, m.id, 'completed', 0, 0, 20000, 500,
+        SELECT %s, ember.current_generation('default', %s), %s, m.id, 'completed', 0, 0, 20000, 500,
                m.price_as_of, m.price_input, m.price_output, m.price_cache_write_5m,
                m.price_cache_write_1h, m.price_cache_read, %s::timestamptz,
                %s::timestamptz + make_interval(secs => %s / 1000.0), %s, 'w',
@@ -131,7 +133,8 @@ def steward_run(conn: psycopg.Connection[Any], latency_ms: int, priced: bool = T
             price_cache_write_5m, price_cache_write_1h, price_cache_read, started_at, finished_at,
             latency_ms, worker, lease_token, lease_expires_at
         ) VALUES (
-            ember.current_generation(ember.ensure_steward_thread()), '{}', '{}', 0,
+            ember.current_generation('default', ember.ensure_steward_thread('default')),
+            '{}', '{}', 0,
             'claude-haiku-4-5', 'completed', 50000, 2000, '2026-11-30', %s, 5, 1.25, 2, 0.1,
             %s, %s::timestamptz + interval '1 minute', %s, 'w', gen_random_uuid(),
             %s::timestamptz + interval '10 minutes'

@@ -51,7 +51,7 @@ def insert_fact(conn: psycopg.Connection[Any], text: str, kind: str, message_ids
 
 def append(conn: psycopg.Connection[Any], thread: str, role: str, content: str) -> int:
     row = conn.execute(
-        "SELECT ember.append_message(%s, %s, %s)", (thread, role, content)
+        "SELECT ember.append_message('default', %s, %s, %s)", (thread, role, content)
     ).fetchone()
     assert row is not None
     return int(row[0])

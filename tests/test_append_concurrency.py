@@ -12,8 +12,8 @@ from pgwait import blocked_on_lock
 
 def _setup(url: str) -> None:
     with psycopg.connect(url) as conn:
-        conn.execute("SELECT ember.create_thread('t1', 'side')")
-        conn.execute("SELECT ember.create_thread('t2', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 't1', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 't2', 'side')")
 
 
 def test_second_append_waits_for_the_first_commit_and_gets_a_later_seq(db: str) -> None:
@@ -21,12 +21,16 @@ def test_second_append_waits_for_the_first_commit_and_gets_a_later_seq(db: str) 
     a = psycopg.connect(db, application_name="appender-a")
     b = psycopg.connect(db, application_name="appender-b")
     try:
-        a.execute("SELECT ember.append_message('t1', 'user', 'first')")  # open transaction
+        a.execute(
+            "SELECT ember.append_message('default', 't1', 'user', 'first')"
+        )  # open transaction
         done = threading.Event()
         b_result: list[int] = []
 
         def append_b() -> None:
-            row = b.execute("SELECT ember.append_message('t1', 'user', 'second')").fetchone()
+            row = b.execute(
+                "SELECT ember.append_message('default', 't1', 'user', 'second')"
+            ).fetchone()
             assert row is not None
             b.commit()
             b_result.append(int(row[0]))
@@ -52,9 +56,9 @@ def test_second_append_waits_for_the_first_commit_and_gets_a_later_seq(db: str) 
 def test_other_threads_are_not_blocked(db: str) -> None:
     _setup(db)
     with psycopg.connect(db) as a, psycopg.connect(db) as b:
-        a.execute("SELECT ember.append_message('t1', 'user', 'held open')")
+        a.execute("SELECT ember.append_message('default', 't1', 'user', 'held open')")
         b.execute("SET lock_timeout = '2s'")
-        b.execute("SELECT ember.append_message('t2', 'user', 'independent')")
+        b.execute("SELECT ember.append_message('default', 't2', 'user', 'independent')")
         b.commit()
         a.commit()
 
@@ -70,7 +74,7 @@ def test_many_concurrent_appends_keep_seq_in_commit_order(db: str) -> None:
         with psycopg.connect(db) as conn:
             for i in range(40):
                 row = conn.execute(
-                    "SELECT ember.append_message('t1', 'user', %s)", (f"{tag}{i}",)
+                    "SELECT ember.append_message('default', 't1', 'user', %s)", (f"{tag}{i}",)
                 ).fetchone()
                 assert row is not None
                 # Hold the transaction a moment so the other writer queues behind it.

@@ -20,11 +20,13 @@ def _setup(url: str) -> None:
     with psycopg.connect(url) as conn:
         conn.execute("SELECT ember.define_category('health')")
         conn.execute("UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5'")
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         conn.execute("SELECT ember.shadow_activate()")
-        conn.execute("SELECT ember.create_thread('knee', 'side', 'Knee', 'health')")
-        conn.execute("SELECT ember.append_message('knee', 'user', 'My knee hurts after runs.')")
-        conn.execute("SELECT ember.shadow_memory_changed('knee', 'task-ended')")
+        conn.execute("SELECT ember.create_thread('default', 'knee', 'side', 'Knee', 'health')")
+        conn.execute(
+            "SELECT ember.append_message('default', 'knee', 'user', 'My knee hurts after runs.')"
+        )
+        conn.execute("SELECT ember.shadow_memory_changed('default', 'knee', 'task-ended')")
 
 
 def test_a_tag_removed_during_a_claim_never_reaches_the_plan(db: str) -> None:

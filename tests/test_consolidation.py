@@ -61,8 +61,8 @@ def _until(url: str, sql: str, *, timeout: float = 90.0) -> None:
 def test_three_pipelines_in_one_worker_consolidate_across_threads(db: str, sim: SimServer) -> None:
     with host_on(db) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute("SELECT ember.shadow_activate()")
         for key in ("idle_before_digest", "consolidation_interval"):
             value = "0 seconds"

@@ -30,7 +30,7 @@ def _example() -> ModuleType:
 
 def test_hot_document_fallback_through_the_host_helper(db: str, tmp_path: Path) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         never = control.identity_for_turn(conn, "main", tmp_path)
         assert [p.source for p in never.parts] == ["host", "built-in"]
         with pytest.raises(KeyError):
@@ -60,13 +60,13 @@ def test_hot_document_fallback_through_the_host_helper(db: str, tmp_path: Path) 
 
 def test_refusals_surface_as_named_sqlstates(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
-        conn.execute("SELECT ember.create_thread('chat', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'chat', 'side')")
         with pytest.raises(psycopg.Error) as stop:
             control.side_chat_message(conn, "c1", "chat", "stop", "Stop.")
         assert stop.value.sqlstate == "EM082"
         with pytest.raises(psycopg.Error) as steward:
-            conn.execute("SELECT ember.ensure_steward_thread()")
+            conn.execute("SELECT ember.ensure_steward_thread('default')")
             control.side_chat_inspect(conn, "memory-steward")
         assert steward.value.sqlstate == "EM027"
         assert "not an empty conversation" in str(steward.value)
@@ -124,8 +124,8 @@ def test_the_registry_names_what_the_pipelines_send(db: str) -> None:
     """The tool names Ember's own pipelines put in their requests are the registry's."""
     tools = pytest.importorskip("ember.tools", reason="the pipelines' tool models are not here yet")
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('chat', 'side')")
-        conn.execute("SELECT ember.ensure_steward_thread()")
+        conn.execute("SELECT ember.create_thread('default', 'chat', 'side')")
+        conn.execute("SELECT ember.ensure_steward_thread('default')")
         chat = control.turn_identity(conn, "chat").tool_names
         steward = control.turn_identity(conn, "memory-steward").tool_names
     # ember.tools is shared: it may hold another pipeline's tools before the shadow tool lands.
@@ -141,8 +141,8 @@ def test_a_queued_event_notifies_its_thread_at_commit(db: str) -> None:
         psycopg.connect(db) as sender,
     ):
         listener.execute("LISTEN ember_event")
-        sender.execute("SELECT ember.create_thread('main', 'main')")
-        sender.execute("SELECT ember.create_thread('chat', 'side')")
+        sender.execute("SELECT ember.create_thread('default', 'main', 'main')")
+        sender.execute("SELECT ember.create_thread('default', 'chat', 'side')")
         control.side_chat_message(sender, "c1", "chat", "nudge", "Carry on with the tests.")
         assert list(listener.notifies(timeout=0.2)) == [], "nothing is announced before commit"
         sender.commit()
@@ -175,8 +175,8 @@ def test_the_host_helper_steers_a_side_chat_through_the_control_plane(db: str) -
 def test_the_control_plane_wrappers_run_as_ember_host(db: str, tmp_path: Path) -> None:
     # The host role has no table privileges: every wrapper must go through a granted function.
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
-        conn.execute("SELECT ember.create_thread('chat', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'chat', 'side')")
         conn.execute("SET ROLE ember_host")
         (tmp_path / "prompts").mkdir()
         (tmp_path / "prompts" / "system.md").write_text("base identity\n")

@@ -45,8 +45,8 @@ def _query(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
 def _setup(url: str) -> None:
     with host_on(url) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute("SELECT ember.shadow_activate()")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"

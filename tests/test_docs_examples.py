@@ -22,7 +22,7 @@ def test_the_sql_api_walkthrough_runs(db: str) -> None:
             last = cur.fetchone() if cur.description else last
         ids = [r[0] for r in conn.execute("SELECT id FROM ember.messages ORDER BY seq")]
         header, day = conn.execute(
-            "SELECT ember.render_page_header(ember.latest_generation('knee')),"
+            "SELECT ember.render_page_header(ember.latest_generation('default', 'knee')),"
             " to_char(min(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') FROM ember.messages"
         ).fetchone() or (None, None)
     assert last is not None

@@ -356,7 +356,7 @@ def test_hostile_texts_stay_text_in_the_html() -> None:
 
 def test_a_database_holding_anything_but_an_eval_is_never_recreated(db: str, empty_db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('real', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'real', 'side')")
     with psycopg.connect(empty_db, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.orders (id int)")
     cases = (

@@ -22,7 +22,7 @@ def _world(url: str) -> dict[str, Any]:
     """One thread with a statement, a conclusion and its acceptance, a tool result; four facts,
     two merged into a third; then the statement forgotten."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('s1', 'side', 'Topic')")
+        conn.execute("SELECT ember.create_thread('default', 's1', 'side', 'Topic')")
         said = append(conn, "s1", "user", f"My pet's name is {MARKER}.")
         tea = append(conn, "s1", "user", "I drink tea.")
         concl = append(conn, "s1", "assistant", "We will deploy on Fridays.")

@@ -81,8 +81,8 @@ def test_content_with_line_breaks_becomes_clean_facts_and_proposals_written_once
 ) -> None:
     prepare(db, ["travel"])
     with host_on(db) as host:
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
         )

@@ -20,10 +20,10 @@ MARKER = "vaultword-7781"
 def test_forget_cancels_an_in_flight_shadow_run_and_its_submit_stores_nothing(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as host:
         host.execute("SELECT ember.shadow_activate()")
-        host.execute("SELECT ember.create_thread('s1', 'side')")
+        host.execute("SELECT ember.create_thread('default', 's1', 'side')")
         secret = append(host, "s1", "user", f"The alarm code is {MARKER}.")
         append(host, "s1", "assistant", "Noted.")
-        host.execute("SELECT ember.shadow_memory_changed('s1', 'idle-or-ended')")
+        host.execute("SELECT ember.shadow_memory_changed('default', 's1', 'idle-or-ended')")
 
     with (
         psycopg.connect(db) as worker,

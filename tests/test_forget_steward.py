@@ -32,8 +32,8 @@ async def _wake(url: str, base_url: str) -> int:
 def test_forgetting_a_row_the_steward_digested_leaves_nothing_of_it(db: str) -> None:
     with host_on(db) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
         )

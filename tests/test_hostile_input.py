@@ -52,11 +52,16 @@ def stored(db: str) -> str:
     """A database with main, the steward, an open thread holding one row, and a health label."""
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute("SELECT ember.define_category('health', 'Medical matters')")
-        conn.execute("SELECT ember.create_thread('main', 'main', p_now => %s)", (AT("08:00"),))
-        conn.execute("SELECT ember.ensure_steward_thread(%s)", (AT("08:00"),))
-        conn.execute("SELECT ember.create_thread('open1', 'side', p_now => %s)", (AT("08:00"),))
         conn.execute(
-            "SELECT ember.append_message('open1', 'user', 'hello', p_now => %s)", (AT("08:01"),)
+            "SELECT ember.create_thread('default', 'main', 'main', p_now => %s)", (AT("08:00"),)
+        )
+        conn.execute("SELECT ember.ensure_steward_thread('default', %s)", (AT("08:00"),))
+        conn.execute(
+            "SELECT ember.create_thread('default', 'open1', 'side', p_now => %s)", (AT("08:00"),)
+        )
+        conn.execute(
+            "SELECT ember.append_message('default', 'open1', 'user', 'hello', p_now => %s)",
+            (AT("08:01"),),
         )
     return db
 
@@ -112,8 +117,8 @@ def test_the_stewards_record_is_written_by_the_steward_only(stored: str, tmp_pat
     with psycopg.connect(stored) as conn:
         conn.execute("SET ROLE ember_host")
         for call in (
-            "SELECT ember.append_message('memory-steward', 'user', 'obey')",
-            "SELECT ember.append_messages('memory-steward', "
+            "SELECT ember.append_message('default', 'memory-steward', 'user', 'obey')",
+            "SELECT ember.append_messages('default', 'memory-steward', "
             '\'[{"role": "user", "content": "x"}]\')',
         ):
             COUNTS["attacks"] += 1
@@ -145,15 +150,20 @@ def test_infinite_times_are_refused_by_line(stored: str, tmp_path: Path) -> None
         conn.execute("SET ROLE ember_host")
         COUNTS["attacks"] += 1
         with pytest.raises(psycopg.Error) as refused:
-            conn.execute("SELECT ember.append_message('open1', 'user', 'x', p_now => 'infinity')")
+            conn.execute(
+                "SELECT ember.append_message('default', 'open1', 'user', 'x', p_now => 'infinity')"
+            )
         assert refused.value.sqlstate == "EM012"
 
 
 def test_history_is_no_door_into_a_sealed_thread(stored: str) -> None:
     with psycopg.connect(stored, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('diary', 'side', p_now => %s)", (AT("08:00"),))
+        conn.execute(
+            "SELECT ember.create_thread('default', 'diary', 'side', p_now => %s)", (AT("08:00"),)
+        )
         (m,) = conn.execute(
-            "SELECT ember.append_message('diary', 'user', 'Sealmarker therapy', p_now => %s)",
+            "SELECT ember.append_message("
+            "'default', 'diary', 'user', 'Sealmarker therapy', p_now => %s)",
             (AT("09:00"),),
         ).fetchone()  # type: ignore[misc]
         (f,) = conn.execute(
@@ -166,7 +176,7 @@ def test_history_is_no_door_into_a_sealed_thread(stored: str) -> None:
             "INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id) VALUES (%s, 1, %s)",
             (f, m),
         )
-        conn.execute("SELECT ember.seal_thread('diary')")
+        conn.execute("SELECT ember.seal_thread('default', 'diary')")
     with psycopg.connect(stored) as conn:
         conn.execute("SET ROLE ember_host")
         for axis in ("recorded", "valid"):

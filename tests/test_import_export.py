@@ -142,7 +142,7 @@ def test_a_file_whose_threads_changed_since_is_read_again(db: str, tmp_path: Pat
     path = _write(tmp_path / "in.jsonl", _corpus())
     with psycopg.connect(db) as conn:
         run_import(conn, path, partial=False, progress=False)
-        conn.execute("SELECT ember.append_message('trip', 'assistant', 'later')")
+        conn.execute("SELECT ember.append_message('default', 'trip', 'assistant', 'later')")
         conn.commit()
         again = run_import(conn, path, partial=False, progress=False)
     assert not again.known, "a thread of the file took a row since: the file is read"
@@ -300,27 +300,29 @@ def test_concurrent_appends_and_a_bulk_append_keep_seq_in_commit_order(db: str) 
     """A bulk append waits for an open single append to the thread; each commit's rows get
     later seqs than every row committed before it, and the bulk's rows stay contiguous."""
     with psycopg.connect(db) as conn:
-        conn.execute("SELECT ember.create_thread('t', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 't', 'side')")
     single = psycopg.connect(db, application_name="single")
     bulk = psycopg.connect(db, application_name="bulk")
     try:
-        single.execute("SELECT ember.append_message('t', 'user', 'single first')")
+        single.execute("SELECT ember.append_message('default', 't', 'user', 'single first')")
         done = threading.Event()
 
         def run_bulk() -> None:
             rows = [{"role": "assistant", "content": f"bulk {i}"} for i in range(200)]
-            bulk.execute("SELECT ember.append_messages('t', %s::json)", (json.dumps(rows),))
+            bulk.execute(
+                "SELECT ember.append_messages('default', 't', %s::json)", (json.dumps(rows),)
+            )
             bulk.commit()
             done.set()
 
         worker = threading.Thread(target=run_bulk)
         worker.start()
         assert blocked_on_lock(db, "bulk"), "the bulk append must wait for the thread's lock"
-        single.execute("SELECT ember.append_message('t', 'user', 'single second')")
+        single.execute("SELECT ember.append_message('default', 't', 'user', 'single second')")
         single.commit()
         assert done.wait(20)
         worker.join(20)
-        single.execute("SELECT ember.append_message('t', 'user', 'single after')")
+        single.execute("SELECT ember.append_message('default', 't', 'user', 'single after')")
         single.commit()
     finally:
         single.close()

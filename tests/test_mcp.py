@@ -44,14 +44,15 @@ def _memdb(db: str) -> str:
         conn.execute("SELECT ember.define_category('health')")
         conn.execute("UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5'")
         conn.execute(
-            "SELECT ember.create_thread('reader', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
+            "SELECT ember.create_thread("
+            "'default', 'reader', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
         )
         conn.execute(
-            "SELECT ember.create_thread('nurse', 'side', NULL, 'health', 'open', %s)",
+            "SELECT ember.create_thread('default', 'nurse', 'side', NULL, 'health', 'open', %s)",
             ("claude-haiku-4-5",),
         )
-        conn.execute("SELECT ember.create_thread('doc', 'side', NULL, 'health')")
-        conn.execute("SELECT ember.create_thread('secret', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'doc', 'side', NULL, 'health')")
+        conn.execute("SELECT ember.create_thread('default', 'secret', 'side')")
         facts = [
             ("The user prefers green tea in the morning.", "{}", "{}"),
             ("我喜欢用中文写周报。", "{}", "{}"),
@@ -181,9 +182,9 @@ def test_hostile_fact_text_stays_inside_its_result(memdb: str) -> None:
 
 def test_forget_only_when_allowed_and_then_the_fact_is_gone(memdb: str) -> None:
     with psycopg.connect(memdb, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('trip', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 'trip', 'side')")
         mid = conn.execute(
-            "SELECT ember.append_message('trip', 'user', 'I fly with KLM.', 'human')"
+            "SELECT ember.append_message('default', 'trip', 'user', 'I fly with KLM.', 'human')"
         ).fetchone()
         assert mid is not None
         conn.execute(

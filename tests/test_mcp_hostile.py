@@ -71,9 +71,10 @@ def _hostdb(db: str) -> str:
     """A reader thread, one fact, and the steward's record (so that its thread exists)."""
     with psycopg.connect(db, autocommit=True) as conn:
         conn.execute(
-            "SELECT ember.create_thread('reader', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
+            "SELECT ember.create_thread("
+            "'default', 'reader', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
         )
-        conn.execute("SELECT ember.ensure_steward_thread()")
+        conn.execute("SELECT ember.ensure_steward_thread('default')")
         conn.execute(
             "INSERT INTO ember.facts (text, evidence_kind) VALUES (%s, 'user-stated')", (TEA,)
         )

@@ -30,7 +30,8 @@ def _setup(url: str) -> dict[str, int]:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT ember.define_category('health')")
         conn.execute(
-            "SELECT ember.create_thread('trip', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
+            "SELECT ember.create_thread("
+            "'default', 'trip', 'side', NULL, NULL, 'open', 'claude-sonnet-4-5')"
         )
         ids = {}
         for key, text, labels in (

@@ -129,7 +129,7 @@ def _snapshot(conn: psycopg.Connection[Any]) -> dict[str, str]:
 
 def test_forget_dry_run_prints_what_would_go_and_changes_nothing(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('knee', 'side', 'Knee rehab')")
+        conn.execute("SELECT ember.create_thread('default', 'knee', 'side', 'Knee rehab')")
         said = append(conn, "knee", "user", "I prefer morning physio sessions.")
         append(conn, "knee", "assistant", "Booked mornings from now on.")
         fact = insert_fact(conn, "Prefers morning physio.", "user-stated", [said])
@@ -159,11 +159,12 @@ def test_search_answers_as_the_viewer_its_labels_allow(db: str) -> None:
         conn.execute("SELECT ember.define_category('health')")
         conn.execute("SELECT ember.tag_model('claude-opus-4-6', 'health')")
         conn.execute(
-            "SELECT ember.create_thread('knee', 'side', 'Knee', 'health', 'open',"
+            "SELECT ember.create_thread('default', 'knee', 'side', 'Knee', 'health', 'open',"
             " 'claude-opus-4-6')"
         )
         conn.execute(
-            "SELECT ember.create_thread('trip', 'side', 'Trip', NULL, 'open', 'claude-sonnet-4-6')"
+            "SELECT ember.create_thread("
+            "'default', 'trip', 'side', 'Trip', NULL, 'open', 'claude-sonnet-4-6')"
         )
         knee = append(conn, "knee", "user", "I prefer morning physio sessions.")
         trip = append(conn, "trip", "user", "I prefer morning trains.")

@@ -231,7 +231,7 @@ def test_the_cold_path_the_steward_and_the_judge_never_send_thinking_blocks(db: 
     with host_on(db) as host:
         host.create_thread("main", "main")
         host.conn.execute("SELECT ember.shadow_activate()")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
         )

@@ -105,18 +105,23 @@ def test_human_messages_interleaved_with_claims_and_submits(db: str) -> None:
     rounds = 500
     cancelled = completed = 0
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         conn.execute("SELECT ember.shadow_activate(now() - interval '1 hour')")
         for i in range(rounds):
             threads = [f"a{i}", f"b{i}"]
             said: dict[str, int] = {}
             for t in threads:
-                conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+                conn.execute("SELECT ember.create_thread('default', %s, 'side')", (t,))
                 said[t] = _one(
-                    conn, "SELECT ember.append_message(%s, 'user', %s, 'human')", t, f"I like {t}."
+                    conn,
+                    "SELECT ember.append_message('default', %s, 'user', %s, 'human')",
+                    t,
+                    f"I like {t}.",
                 )
-                conn.execute("SELECT ember.append_message(%s, 'assistant', 'Noted.')", (t,))
-                conn.execute("SELECT ember.task_ended(%s)", (t,))
+                conn.execute(
+                    "SELECT ember.append_message('default', %s, 'assistant', 'Noted.')", (t,)
+                )
+                conn.execute("SELECT ember.task_ended('default', %s)", (t,))
             plans = [
                 _one(conn, "SELECT ember.claim_shadow_run('w', '10 minutes')") for _ in threads
             ]
@@ -133,7 +138,9 @@ def test_human_messages_interleaved_with_claims_and_submits(db: str) -> None:
             for step in range(3):
                 if victim is not None and step == at:
                     conn.execute(
-                        "SELECT ember.append_message(%s, 'user', 'Wait, stop.', 'human')", (victim,)
+                        "SELECT ember.append_message("
+                        "'default', %s, 'user', 'Wait, stop.', 'human')",
+                        (victim,),
                     )
                     interrupted |= {t for t in order[step:] if t == victim}
                 if step < 2:
@@ -293,15 +300,17 @@ _HOSTILE = settings(
 def test_hostile_shadow_proposals_are_stored_or_rejected_never_an_error(db: str) -> None:
     seen = {"runs": 0, "proposals": 0}
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         conn.execute("SELECT ember.shadow_activate(now() - interval '1 hour')")
-        conn.execute("SELECT ember.create_thread('t', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 't', 'side')")
 
         @_HOSTILE
         @given(st.lists(_PROPOSAL, max_size=6))
         def one(proposals: list[Any]) -> None:
-            conn.execute("SELECT ember.append_message('t', 'user', 'I prefer tea.', 'human')")
-            conn.execute("SELECT ember.task_ended('t')")
+            conn.execute(
+                "SELECT ember.append_message('default', 't', 'user', 'I prefer tea.', 'human')"
+            )
+            conn.execute("SELECT ember.task_ended('default', 't')")
             plan = _one(conn, "SELECT ember.claim_shadow_run('w', '10 minutes')")
             assert plan is not None
             # As the worker sends them: NUL and lone surrogates replaced where answers enter.
@@ -331,18 +340,20 @@ def test_hostile_shadow_proposals_are_stored_or_rejected_never_an_error(db: str)
 
 def _steward_run(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     conn.execute(
-        "SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5')"
+        "SELECT ember.create_thread("
+        "'default', 'main', 'main', NULL, NULL, 'open', 'claude-haiku-4-5')"
     )
-    conn.execute("SELECT ember.ensure_steward_thread()")
+    conn.execute("SELECT ember.ensure_steward_thread('default')")
     conn.execute(
         "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
     )
     conn.execute("UPDATE ember.settings SET value = '1000' WHERE key = 'steward_max_rounds'")
-    conn.execute("SELECT ember.create_thread('trip', 'side')")
+    conn.execute("SELECT ember.create_thread('default', 'trip', 'side')")
     conn.execute(
-        "SELECT ember.append_message('trip', 'user', 'I prefer tea over coffee.', 'human')"
+        "SELECT ember.append_message("
+        "'default', 'trip', 'user', 'I prefer tea over coffee.', 'human')"
     )
-    conn.execute("SELECT ember.task_ended('trip')")
+    conn.execute("SELECT ember.task_ended('default', 'trip')")
     plan = _one(conn, "SELECT ember.claim_steward_run('w', '1 hour')")
     assert plan is not None
     return dict(plan)
@@ -471,10 +482,12 @@ def test_thousands_of_calls_and_huge_texts_are_bounded(db: str) -> None:
             " WHERE thread_id = 'memory-steward' AND role = 'tool_result'",
         )
         assert largest < 2000
-        conn.execute("SELECT ember.create_thread('t', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 't', 'side')")
         conn.execute("SELECT ember.shadow_activate(now() - interval '1 hour')")
-        mid = _one(conn, "SELECT ember.append_message('t', 'user', 'I like jazz.', 'human')")
-        conn.execute("SELECT ember.task_ended('t')")
+        mid = _one(
+            conn, "SELECT ember.append_message('default', 't', 'user', 'I like jazz.', 'human')"
+        )
+        conn.execute("SELECT ember.task_ended('default', 't')")
         splan = _one(conn, "SELECT ember.claim_shadow_run('w', '10 minutes')")
         proposals = [
             {
@@ -511,8 +524,8 @@ def test_thousands_of_calls_and_huge_texts_are_bounded(db: str) -> None:
 def test_the_leak_audit_of_every_request_after_both_pipelines(db: str) -> None:
     with host_on(db) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-sonnet-4-6')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-sonnet-4-6')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute("SELECT ember.shadow_activate()")
         host.conn.execute("SELECT ember.define_category('health')")
         host.conn.execute("UPDATE ember.models SET tags = '{health}' WHERE id = 'claude-haiku-4-5'")

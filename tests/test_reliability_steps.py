@@ -236,8 +236,10 @@ def _prepare(case: Case, url: str, sim: SimServer) -> None:
     elif case.name == "steward":
         with host_on(url) as host:
             host.create_thread("main", "main")
-            host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-            host.conn.execute("SELECT ember.ensure_steward_thread()")
+            host.conn.execute(
+                "SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')"
+            )
+            host.conn.execute("SELECT ember.ensure_steward_thread('default')")
             host.conn.execute("SELECT ember.set_setting('idle_before_digest', '0 seconds')")
             host.create_thread("trip", "side")
             host.append_message("trip", "user", "I prefer tea over coffee.", author="human")

@@ -62,7 +62,7 @@ def _fact(conn: psycopg.Connection[Any], text: str, at: datetime, message: int) 
 
 def _message(conn: psycopg.Connection[Any], thread: str, text: str, at: datetime) -> int:
     row = conn.execute(
-        "SELECT ember.append_message(%s, 'user', %s, p_now => %s)", (thread, text, at)
+        "SELECT ember.append_message('default', %s, 'user', %s, p_now => %s)", (thread, text, at)
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -91,7 +91,7 @@ def build_queue(url: str) -> Queue:
         conn.execute("UPDATE ember.models SET tags = '{}' WHERE tier = 'light'")
         for thread in ("a", "b"):
             conn.execute(
-                "SELECT ember.create_thread(%s, 'side', %s, p_now => %s)",
+                "SELECT ember.create_thread('default', %s, 'side', %s, p_now => %s)",
                 (thread, thread.upper(), day1 - timedelta(hours=1)),
             )
         m_tea_a = _message(conn, "a", "I prefer tea.", day1)

@@ -69,8 +69,8 @@ def _sim() -> Iterator[SimServer]:
 def test_a_worker_records_the_digest_of_the_prompt_text_it_sent(db: str, sim: SimServer) -> None:
     with host_on(db) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute("SELECT ember.shadow_activate()")
         for key in ("idle_before_digest", "consolidation_interval"):
             host.conn.execute("SELECT ember.set_setting(%s, %s)", (key, "0 seconds"))
@@ -188,7 +188,7 @@ def test_changing_a_prompt_text_changes_the_digest_the_run_records(
 
     # The steward's prompt the same way: an edit is a new digest on the next process's runs.
     with host_on(db) as host:
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute("SELECT ember.set_setting('idle_before_digest', '0 seconds')")
     steward_md = edited_prompts / "steward.md"
     steward_md.write_text("Prefer short facts.\n\n" + steward_md.read_text(encoding="utf-8"))

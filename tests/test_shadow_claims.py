@@ -31,18 +31,18 @@ def _connect(url: str, **kw: Any) -> psycopg.Connection[Any]:
 
 def _setup(url: str, threads: list[str]) -> None:
     with _connect(url) as conn:
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         conn.execute("SELECT ember.shadow_activate()")
         for t in threads:
-            conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side')", (t,))
 
 
 def _offer(conn: psycopg.Connection[Any], thread: str, text: str = "worth remembering") -> int:
     """An agent row and a standing offer: the thread becomes ready."""
     row = conn.execute(
-        "SELECT ember.append_message(%s, 'assistant', %s)", (thread, text)
+        "SELECT ember.append_message('default', %s, 'assistant', %s)", (thread, text)
     ).fetchone()
-    conn.execute("SELECT ember.shadow_memory_changed(%s, 'task-ended')", (thread,))
+    conn.execute("SELECT ember.shadow_memory_changed('default', %s, 'task-ended')", (thread,))
     assert row is not None
     return int(row[0])
 
@@ -160,12 +160,12 @@ def test_concurrent_claimers_take_every_ready_thread_once_parked_ones_included(d
     health = [f"h{i}" for i in range(6)]
     with _connect(db) as conn:
         conn.execute("SELECT ember.define_category('health')")
-        conn.execute("SELECT ember.create_thread('main', 'main')")
+        conn.execute("SELECT ember.create_thread('default', 'main', 'main')")
         conn.execute("SELECT ember.shadow_activate()")
         for t in plain:
-            conn.execute("SELECT ember.create_thread(%s, 'side')", (t,))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side')", (t,))
         for t in health:
-            conn.execute("SELECT ember.create_thread(%s, 'side', NULL, 'health')", (t,))
+            conn.execute("SELECT ember.create_thread('default', %s, 'side', NULL, 'health')", (t,))
         for t in health + plain[:10]:
             _offer(conn, t)
     claimed: list[str] = []
@@ -326,7 +326,7 @@ def test_concurrent_appends_never_let_a_cursor_skip_a_row(db: str) -> None:
     with _connect(db) as conn:
         # Drain what is left, then check the tiling.
         for t in threads:
-            conn.execute("SELECT ember.shadow_memory_changed(%s, 'task-ended')", (t,))
+            conn.execute("SELECT ember.shadow_memory_changed('default', %s, 'task-ended')", (t,))
         while (plan := _claim(conn)) is not None:
             _complete(conn, plan)
         conn.commit()
@@ -399,11 +399,11 @@ def test_a_deferred_offer_does_not_wake_until_the_turn_ends(
     _setup(db, ["t1"])
     listener.execute("LISTEN ember_wake")
     with _connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.turn_started('t1')")
-        conn.execute("SELECT ember.append_message('t1', 'assistant', 'x')")
-        conn.execute("SELECT ember.task_ended('t1')")
+        conn.execute("SELECT ember.turn_started('default', 't1')")
+        conn.execute("SELECT ember.append_message('default', 't1', 'assistant', 'x')")
+        conn.execute("SELECT ember.task_ended('default', 't1')")
         assert _notifies(listener, 0.3) == [], "a busy thread is not work yet"
-        conn.execute("SELECT ember.turn_ended('t1', true)")
+        conn.execute("SELECT ember.turn_ended('default', 't1', true)")
     assert _notifies(listener, 10) == [("ember_wake", "")]
 
 
@@ -413,8 +413,8 @@ def test_tick_notifies_ember_wake_when_it_makes_work_ready(
     _setup(db, ["t1"])
     with _connect(db, autocommit=True) as conn:
         conn.execute(
-            "SELECT ember.append_message('t1', 'assistant', 'x', NULL, NULL, NULL, NULL, NULL, "
-            "NULL, %s)",
+            "SELECT ember.append_message("
+            "'default', 't1', 'assistant', 'x', NULL, NULL, NULL, NULL, NULL, NULL, %s)",
             (T0,),
         )
         listener.execute("LISTEN ember_wake")
@@ -435,7 +435,9 @@ def test_a_human_message_notifies_ember_cancel_with_the_run_id(
         plan = _claim(conn)
         conn.commit()
         assert plan is not None
-        conn.execute("SELECT ember.append_message('t1', 'user', 'stop, I changed my mind')")
+        conn.execute(
+            "SELECT ember.append_message('default', 't1', 'user', 'stop, I changed my mind')"
+        )
         assert _notifies(listener, 0.3) == [], "nothing is delivered before commit"
         conn.commit()
     assert _notifies(listener, 10) == [("ember_cancel", str(plan["run_id"]))]

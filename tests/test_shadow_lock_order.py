@@ -19,10 +19,10 @@ T0 = datetime.now(UTC) + timedelta(days=1)
 
 def test_tick_abandoning_a_run_and_a_human_message_do_not_deadlock(db: str) -> None:
     with psycopg.connect(db) as conn:
-        conn.execute("SELECT ember.create_thread('s1', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 's1', 'side')")
         conn.execute("SELECT ember.shadow_activate()")
-        conn.execute("SELECT ember.append_message('s1', 'assistant', 'a conclusion')")
-        conn.execute("SELECT ember.shadow_memory_changed('s1', 'task-ended')")
+        conn.execute("SELECT ember.append_message('default', 's1', 'assistant', 'a conclusion')")
+        conn.execute("SELECT ember.shadow_memory_changed('default', 's1', 'task-ended')")
         plan = conn.execute("SELECT ember.claim_shadow_run('w', '1 minute')").fetchone()
         assert plan is not None and plan[0] is not None
 
@@ -31,7 +31,7 @@ def test_tick_abandoning_a_run_and_a_human_message_do_not_deadlock(db: str) -> N
     errors: list[BaseException] = []
     try:
         # The human's transaction holds the thread, as append_message does.
-        human.execute("SELECT ember.lock_thread('s1')")
+        human.execute("SELECT ember.lock_thread('default', 's1')")
 
         def run_tick() -> None:
             try:
@@ -47,7 +47,7 @@ def test_tick_abandoning_a_run_and_a_human_message_do_not_deadlock(db: str) -> N
         # Now the human message: its cancel trigger needs the run row. Had tick locked the run
         # before waiting for the thread, this would be a deadlock.
         human.execute("SET lock_timeout = '10s'")
-        human.execute("SELECT ember.append_message('s1', 'user', 'stop, please')")
+        human.execute("SELECT ember.append_message('default', 's1', 'user', 'stop, please')")
         human.commit()
         t.join(30)
     finally:

@@ -28,9 +28,9 @@ def _setup(url: str) -> int:
     """Shadow on, one side thread with a human statement; returns that message's id."""
     with psycopg.connect(url) as conn:
         conn.execute("SELECT ember.shadow_activate()")
-        conn.execute("SELECT ember.create_thread('s1', 'side')")
+        conn.execute("SELECT ember.create_thread('default', 's1', 'side')")
         row = conn.execute(
-            "SELECT ember.append_message('s1', 'user', 'I am vegetarian.')"
+            "SELECT ember.append_message('default', 's1', 'user', 'I am vegetarian.')"
         ).fetchone()
         assert row is not None
         return int(row[0])
@@ -40,8 +40,8 @@ def _claim(
     conn: psycopg.Connection[Any], lease: str = "10 minutes", ago: str = "0 seconds"
 ) -> tuple[int, str]:
     """Give s1 an unread row and an offer, claim it as of `ago` before now, and commit."""
-    conn.execute("SELECT ember.append_message('s1', 'assistant', 'Noted.')")
-    conn.execute("SELECT ember.shadow_memory_changed('s1', 'idle-or-ended')")
+    conn.execute("SELECT ember.append_message('default', 's1', 'assistant', 'Noted.')")
+    conn.execute("SELECT ember.shadow_memory_changed('default', 's1', 'idle-or-ended')")
     row = conn.execute(
         "SELECT ember.claim_shadow_run('w1', %s::interval, clock_timestamp() - %s::interval)",
         (lease, ago),
@@ -162,7 +162,9 @@ def test_a_cancel_committed_first_wins_and_no_proposal_is_stored(db: str) -> Non
         psycopg.connect(db, application_name="worker") as worker,
     ):
         run, token = _claim(worker)
-        host.execute("SELECT ember.append_message('s1', 'user', 'Wait, one more thing.')")
+        host.execute(
+            "SELECT ember.append_message('default', 's1', 'user', 'Wait, one more thing.')"
+        )
         result: list[Any] = []
 
         def submit() -> None:
@@ -192,7 +194,9 @@ def test_a_submit_committed_first_wins_and_the_late_cancel_changes_nothing(db: s
         done = threading.Event()
 
         def speak() -> None:
-            host.execute("SELECT ember.append_message('s1', 'user', 'Wait, one more thing.')")
+            host.execute(
+                "SELECT ember.append_message('default', 's1', 'user', 'Wait, one more thing.')"
+            )
             host.commit()
             done.set()
 
@@ -218,7 +222,7 @@ def test_a_submit_starting_inside_a_human_append_neither_deadlocks_nor_mixes(db:
         psycopg.connect(db, application_name="worker") as worker,
     ):
         run, token = _claim(worker)
-        host.execute("SELECT ember.lock_thread('s1')")  # what append_message does first
+        host.execute("SELECT ember.lock_thread('default', 's1')")  # what append_message does first
         result: list[Any] = []
         errors: list[BaseException] = []
 
@@ -232,7 +236,9 @@ def test_a_submit_starting_inside_a_human_append_neither_deadlocks_nor_mixes(db:
         t = threading.Thread(target=submit)
         t.start()
         assert blocked_on_lock(db, "worker")
-        host.execute("SELECT ember.append_message('s1', 'user', 'Wait, one more thing.')")
+        host.execute(
+            "SELECT ember.append_message('default', 's1', 'user', 'Wait, one more thing.')"
+        )
         host.commit()
         t.join(10)
         assert not t.is_alive()
@@ -260,7 +266,9 @@ def _race_once(
     def speak() -> None:
         try:
             gate.wait(5)
-            host.execute("SELECT ember.append_message('s1', 'user', %s)", (f"interruption {i}",))
+            host.execute(
+                "SELECT ember.append_message('default', 's1', 'user', %s)", (f"interruption {i}",)
+            )
             host.commit()
         except BaseException as exc:
             errors.append(exc)

@@ -60,19 +60,19 @@ class At:
 
     def thread(self, thread: str, minutes: float, category: str | None = None) -> None:
         self.conn.execute(
-            "SELECT ember.create_thread(%s, 'side', NULL, %s, 'open', NULL, %s)",
+            "SELECT ember.create_thread('default', %s, 'side', NULL, %s, 'open', NULL, %s)",
             (thread, category, self(minutes)),
         )
 
     def row(self, thread: str, text: str, minutes: float) -> None:
         self.conn.execute(
-            "SELECT ember.append_message(%s, 'user', %s, 'human',"
+            "SELECT ember.append_message('default', %s, 'user', %s, 'human',"
             " NULL, NULL, NULL, NULL, NULL, %s)",
             (thread, text, self(minutes)),
         )
 
     def task_ended(self, thread: str, minutes: float) -> None:
-        self.conn.execute("SELECT ember.task_ended(%s, %s)", (thread, self(minutes)))
+        self.conn.execute("SELECT ember.task_ended('default', %s, %s)", (thread, self(minutes)))
 
 
 def test_ember_status_names_each_reason_work_waits(db: str) -> None:
@@ -99,7 +99,7 @@ def test_ember_status_names_each_reason_work_waits(db: str) -> None:
         at.row("flaky", "I prefer email.", -40)
         for minutes in (-9, -8, -7):
             offer = conn.execute(
-                "SELECT ember.shadow_memory_changed('flaky', 'turn-failed', %s)",
+                "SELECT ember.shadow_memory_changed('default', 'flaky', 'turn-failed', %s)",
                 (at(minutes - 0.5),),
             )
             assert offer.fetchone()
@@ -130,7 +130,7 @@ def test_ember_status_names_each_reason_work_waits(db: str) -> None:
         at.row("offered", "We decided to use Postgres.", -10)
         at.task_ended("offered", -10)
         at.thread("busy", -2)
-        conn.execute("SELECT ember.turn_started('busy', %s)", (at(-1),))
+        conn.execute("SELECT ember.turn_started('default', 'busy', %s)", (at(-1),))
         at.row("busy", "Never deploy on Fridays.", -1)
         at.task_ended("busy", -1)
         at.thread("care", -12, category="health")
@@ -165,8 +165,10 @@ def test_ember_status_names_each_reason_work_waits(db: str) -> None:
 
 def test_an_idle_worker_says_why_work_waits_once(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.create_thread('chat', 'side')")
-        conn.execute("SELECT ember.append_message('chat', 'user', 'I prefer tea.', 'human')")
+        conn.execute("SELECT ember.create_thread('default', 'chat', 'side')")
+        conn.execute(
+            "SELECT ember.append_message('default', 'chat', 'user', 'I prefer tea.', 'human')"
+        )
     with SimServer(responder="host") as sim:
         worker = WorkerProcess(
             db, sim.base_url, "--idle-report-after", "0.5", "--poll-interval", "1"

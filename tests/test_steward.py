@@ -52,8 +52,8 @@ def _backlog(url: str, *, shadow: bool = False) -> dict[str, int]:
         host.create_thread("main", "main")
         if shadow:
             host.conn.execute("SELECT ember.shadow_activate()")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
         )

@@ -6,6 +6,7 @@ old schema whole and runs again from the start."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import subprocess
@@ -18,7 +19,6 @@ from typing import Any
 import psycopg
 import pytest
 
-import comparedata
 from ember.migrate import MigrationError, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,9 +37,20 @@ ORDER BY 1
 
 @pytest.fixture(scope="module")
 def old_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The migrations and functions of the release before tenants, from git history."""
+    """The migrations, functions and test data helper of the release before tenants, from git
+    history."""
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", BEFORE_TENANTS, "db", "functions"],
+        [
+            "git",
+            "-C",
+            str(ROOT),
+            "archive",
+            "--format=tar",
+            BEFORE_TENANTS,
+            "db",
+            "functions",
+            "tests/comparedata.py",
+        ],
         capture_output=True,
         check=False,
     )
@@ -54,18 +65,30 @@ def old_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _fill(conn: psycopg.Connection[Any]) -> None:
+def _old_comparedata(root: Path) -> Any:
+    """The old release's tests/comparedata.py: it writes through that release's functions."""
+    spec = importlib.util.spec_from_file_location(
+        "comparedata_before_tenants", root / "tests" / "comparedata.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fill(conn: psycopg.Connection[Any], root: Path) -> None:
     """Rows in most tables, through the old release's own functions and the writes its tests
     make: threads, two generations of main, messages, runs, proposals, facts and evidence,
     steward runs, a sealed thread, the tick's state and offers, a cut-over with its promotions,
     and a forgetting with its history."""
-    comparedata.seed_case(conn)
+    old = _old_comparedata(root)
+    old.seed_case(conn)
     conn.execute("SELECT ember.create_thread('main', 'main', 'the main thread')")
     for n in range(5):
-        comparedata.message(conn, "main", f"main line {n}")
+        old.message(conn, "main", f"main line {n}")
     conn.execute("SELECT ember.start_generation('main')")
-    comparedata.message(conn, "main", "a line of the second generation")
-    conn.execute("SELECT ember.tick(%s::timestamptz + interval '1 hour')", (comparedata.AT,))
+    old.message(conn, "main", "a line of the second generation")
+    conn.execute("SELECT ember.tick(%s::timestamptz + interval '1 hour')", (old.AT,))
     conn.execute("SELECT ember.cut_over('thread', 'deploy', 'the upgrade test')")
     conn.execute("SELECT ember.forget_thread('db', 'the user asked')")
 
@@ -100,7 +123,7 @@ def test_upgrade_keeps_every_row_and_names_the_tenant(empty_db: str, old_root: P
     migrate(empty_db, old_root)
     with psycopg.connect(empty_db, autocommit=True) as conn:
         assert conn.execute("SELECT to_regclass('ember.tenants')").fetchone() == (None,)
-        _fill(conn)
+        _fill(conn, old_root)
         before = _rows(conn)
     filled = sorted(t for t, rows in before.items() if rows)
     assert len(filled) >= 25, f"the old database is too empty to prove much: {filled}"
@@ -128,9 +151,12 @@ def test_upgrade_keeps_every_row_and_names_the_tenant(empty_db: str, old_root: P
 
     # The upgraded database works as before: one more message lands in the named tenant.
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        mid = comparedata.message(conn, "main", "after the upgrade")
+        row = conn.execute(
+            "SELECT ember.append_message('acme', 'main', 'user', 'after the upgrade')"
+        ).fetchone()
+        assert row is not None
         assert conn.execute(
-            "SELECT tenant_id FROM ember.messages WHERE id = %s", (mid,)
+            "SELECT tenant_id FROM ember.messages WHERE id = %s", (row[0],)
         ).fetchone() == ("acme",)
     assert migrate(empty_db, ROOT).applied == []
 
@@ -140,7 +166,7 @@ def test_an_interrupted_upgrade_leaves_the_old_schema_and_runs_again(
 ) -> None:
     migrate(empty_db, old_root)
     with psycopg.connect(empty_db, autocommit=True) as conn:
-        _fill(conn)
+        _fill(conn, old_root)
         before = _rows(conn)
 
     # Another session holds a table the migration alters late, so the migration fails midway,

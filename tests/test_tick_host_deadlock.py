@@ -39,21 +39,23 @@ def _host(db: str, seed: int, errors: list[BaseException]) -> None:
                     op = rng.random()
                     if op < 0.45:
                         conn.execute(
-                            "SELECT ember.append_message(%s, 'assistant', 'progress')", (thread,)
+                            "SELECT ember.append_message('default', %s, 'assistant', 'progress')",
+                            (thread,),
                         )
                     elif op < 0.65:
                         conn.execute(
-                            "SELECT ember.turn_ended(%s, %s)", (thread, rng.random() < 0.7)
+                            "SELECT ember.turn_ended('default', %s, %s)",
+                            (thread, rng.random() < 0.7),
                         )
                     elif op < 0.85:
-                        conn.execute("SELECT ember.task_ended(%s)", (thread,))
+                        conn.execute("SELECT ember.task_ended('default', %s)", (thread,))
                     elif seed == 0:
                         # One host starts generations: two racing start_generation calls on a
                         # thread could draw their times in one order and commit in the other,
                         # which start_generation refuses (EM019), as it should.
-                        conn.execute("SELECT ember.start_generation(%s)", (thread,))
+                        conn.execute("SELECT ember.start_generation('default', %s)", (thread,))
                     else:
-                        conn.execute("SELECT ember.turn_ended(%s, true)", (thread,))
+                        conn.execute("SELECT ember.turn_ended('default', %s, true)", (thread,))
                 conn.commit()
     except BaseException as exc:  # asserted by the test
         errors.append(exc)
@@ -76,8 +78,10 @@ def _ticker(db: str, stop: threading.Event, errors: list[BaseException], ticks: 
 def test_tick_and_host_writes_on_many_threads_never_deadlock(db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
         for thread in THREADS:
-            conn.execute("SELECT ember.create_thread(%s, 'task')", (thread,))
-            conn.execute("SELECT ember.append_message(%s, 'assistant', 'start')", (thread,))
+            conn.execute("SELECT ember.create_thread('default', %s, 'task')", (thread,))
+            conn.execute(
+                "SELECT ember.append_message('default', %s, 'assistant', 'start')", (thread,)
+            )
         conn.execute("SELECT ember.shadow_activate()")
 
     errors: list[BaseException] = []

@@ -113,9 +113,9 @@ def test_a_forged_cancel_is_checked_in_sql_and_ignored(
         conn.execute("SELECT pg_notify('ember_cancel', %s)", (str(run["id"]),))
         # A marker notification sent after the forged one: once the worker has seen it, it has
         # seen (and checked) the forged cancel too.
-        conn.execute("SELECT ember.create_thread('t2', 'side')")
-        conn.execute("SELECT ember.append_message('t2', 'assistant', 'done')")
-        conn.execute("SELECT ember.task_ended('t2')")
+        conn.execute("SELECT ember.create_thread('default', 't2', 'side')")
+        conn.execute("SELECT ember.append_message('default', 't2', 'assistant', 'done')")
+        conn.execute("SELECT ember.task_ended('default', 't2')")
     w.wait_for("claimed", lambda e: e["thread_id"] == "t2")
     gate.set()
     done = w.wait_for("run_finished", lambda e: e["thread_id"] == "t1")
@@ -395,7 +395,7 @@ def test_an_imported_history_is_digested_without_waiting_for_idle_time(
     wsim.reset(responder="heuristic")
     prepare(db)
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("SELECT ember.ensure_steward_thread()")
+        conn.execute("SELECT ember.ensure_steward_thread('default')")
     lines = [header_line()]
     thread = {"type": "thread", "id": "old", "kind": "side", "title": "2023",
               "status": "active", "created_at": "2023-05-01T09:00:00.000000Z"}  # fmt: skip

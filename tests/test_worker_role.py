@@ -100,8 +100,8 @@ def test_a_hot_run_completes_under_the_worker_role(db: str, rsim: SimServer) -> 
 def test_a_steward_call_in_flight_is_aborted_when_a_thread_it_read_is_sealed(db: str) -> None:
     with host_on(db) as host:
         host.create_thread("main", "main")
-        host.conn.execute("SELECT ember.set_thread_model('main', 'claude-haiku-4-5')")
-        host.conn.execute("SELECT ember.ensure_steward_thread()")
+        host.conn.execute("SELECT ember.set_thread_model('default', 'main', 'claude-haiku-4-5')")
+        host.conn.execute("SELECT ember.ensure_steward_thread('default')")
         host.conn.execute(
             "UPDATE ember.settings SET value = '\"0 seconds\"' WHERE key = 'idle_before_digest'"
         )

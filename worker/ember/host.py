@@ -301,6 +301,10 @@ class SetupStep:
 class Host:
     """The host API on one psycopg connection; each call is one statement of the SQL API.
 
+    `tenant` is the person whose threads these are (docs/tenants.md): bound once here, it is the
+    first argument of every call, so a host cannot write into another person's threads by
+    naming a thread id they share. `default` is the tenant a single-person database holds.
+
     `clock`, when given, is a callable returning the time (a timezone-aware datetime): every call
     whose SQL function takes the time (`p_now`) is made at that time, as a host that simulates
     time (a replay, the demo) does. Without one, each call takes the database's own clock, as
@@ -308,9 +312,14 @@ class Host:
     """
 
     def __init__(
-        self, conn: psycopg.Connection[Any], *, clock: Callable[[], datetime] | None = None
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        tenant: str = "default",
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.conn = conn
+        self.tenant = tenant
         self.clock = clock
 
     def _now(self) -> datetime | None:
@@ -318,7 +327,8 @@ class Host:
         return None if self.clock is None else self.clock()
 
     def _one(self, query: Any, params: Mapping[str, Any]) -> Any:
-        row = self.conn.execute(query, params).fetchone()
+        """One statement's one value; every call names this host's tenant (`%(tenant)s`)."""
+        row = self.conn.execute(query, {"tenant": self.tenant, **params}).fetchone()
         return row[0] if row else None
 
     def setup(
@@ -331,7 +341,8 @@ class Host:
     ) -> list[SetupStep]:
         """The one-time calls, idempotently, in the order that matters (`ember.setup`).
 
-        Defines the content categories (a mapping of name to description, or names), creates
+        Creates the tenant when it is new, defines the content categories (a mapping of name
+        to description, or names), creates
         the main thread `main` pinned to `main_model` when there is no main yet, creates the
         steward's hidden thread (it copies main's model pin once, so main comes first), and
         activates shadow memory. Returns what each step did; calling it again changes nothing.
@@ -342,6 +353,7 @@ class Host:
         rows = self.conn.execute(
             queries.HOST_SETUP,
             {
+                "tenant": self.tenant,
                 "categories": json.dumps(wanted),
                 "main": main,
                 "main_model": main_model,

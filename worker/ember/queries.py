@@ -204,57 +204,63 @@ MODEL_THINKING_RETENTION: LiteralString = "SELECT ember.model_thinking_retention
 
 # A new thread of a kind, with its title, category, seal tier and model pin.
 HOST_CREATE_THREAD: LiteralString = (
-    "SELECT ember.create_thread(%(thread)s, %(kind)s, %(title)s, %(category)s, %(seal_tier)s,"
-    " %(model)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.create_thread(%(tenant)s, %(thread)s, %(kind)s, %(title)s, %(category)s,"
+    " %(seal_tier)s, %(model)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # The steward's hidden thread, created once main exists (it copies main's model pin).
 HOST_ENSURE_STEWARD: LiteralString = (
-    "SELECT ember.ensure_steward_thread(coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.ensure_steward_thread(%(tenant)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # The thread's context was reset: a new generation starts.
 HOST_START_GENERATION: LiteralString = (
-    "SELECT ember.start_generation(%(thread)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.start_generation(%(tenant)s, %(thread)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # One message of the thread's transcript; answers its id.
 HOST_APPEND_MESSAGE: LiteralString = """
 SELECT ember.append_message(
-    %(thread)s, %(role)s, %(content)s, %(author)s, %(blocks)s::json, %(tool_call_id)s,
-    %(tool_name)s, %(tool_status)s, %(from_thread)s,
+    %(tenant)s, %(thread)s, %(role)s, %(content)s, %(author)s, %(blocks)s::json,
+    %(tool_call_id)s, %(tool_name)s, %(tool_status)s, %(from_thread)s,
     coalesce(%(now)s::timestamptz, clock_timestamp()))
 """
 # The exact request and answer of the thread's last model call, for the hot path to replay.
 HOST_NOTE_PREFIX: LiteralString = (
-    "SELECT ember.note_prefix(%(thread)s, %(request)s, %(response)s, %(started_at)s,"
+    "SELECT ember.note_prefix(%(tenant)s, %(thread)s, %(request)s, %(response)s, %(started_at)s,"
     " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # A turn of the thread began: shadow waits for its end.
 HOST_TURN_STARTED: LiteralString = (
-    "SELECT ember.turn_started(%(thread)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.turn_started(%(tenant)s, %(thread)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # A turn ended, well or not; answers what shadow did with the boundary.
 HOST_TURN_ENDED: LiteralString = (
-    "SELECT ember.turn_ended(%(thread)s, %(ok)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.turn_ended(%(tenant)s, %(thread)s, %(ok)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # The thread waits for its user: a moment shadow may read it.
 HOST_WAITING_FOR_USER: LiteralString = (
-    "SELECT ember.waiting_for_user(%(thread)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.waiting_for_user(%(tenant)s, %(thread)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # The thread's task is done: a moment shadow may read it.
 HOST_TASK_ENDED: LiteralString = (
-    "SELECT ember.task_ended(%(thread)s, coalesce(%(now)s::timestamptz, clock_timestamp()))"
+    "SELECT ember.task_ended(%(tenant)s, %(thread)s,"
+    " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # The thread becomes active, ended or archived.
 HOST_SET_THREAD_STATUS: LiteralString = (
-    "SELECT ember.set_thread_status(%(thread)s, %(status)s,"
+    "SELECT ember.set_thread_status(%(tenant)s, %(thread)s, %(status)s,"
     " coalesce(%(now)s::timestamptz, clock_timestamp()))"
 )
 # Isolate a side or task thread from now on.
-HOST_SEAL_THREAD: LiteralString = "SELECT ember.seal_thread(%(thread)s)"
-# The one-time calls in order (categories, main, steward, shadow); one row per step.
+HOST_SEAL_THREAD: LiteralString = "SELECT ember.seal_thread(%(tenant)s, %(thread)s)"
+# The one-time calls in order (tenant, categories, main, steward, shadow); one row per step.
 HOST_SETUP: LiteralString = """
 SELECT step, changed, detail
 FROM ember.setup(
-    %(categories)s::jsonb, %(main)s, %(main_model)s, %(activate_shadow)s,
+    %(tenant)s, %(categories)s::jsonb, %(main)s, %(main_model)s, %(activate_shadow)s,
     coalesce(%(now)s::timestamptz, clock_timestamp()))
 """
 # The model the thread's next call may go to (its pin, refused when its labels forbid it).

@@ -13,7 +13,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     init = sub.add_parser(
         "init",
         parents=[common],
-        help="the one-time set-up: categories, main, the steward's thread, shadow (idempotent)",
+        help="the one-time set-up: tenant, categories, main, the steward's thread, shadow"
+        " (idempotent)",
     )
     init.add_argument(
         "--category",
@@ -21,6 +22,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME[=DESCRIPTION]",
         help="a content category to define (repeatable)",
+    )
+    init.add_argument(
+        "--tenant",
+        default="default",
+        metavar="TENANT",
+        help="the person whose main and steward these are, created if new (default: default)",
     )
     init.add_argument("--main", metavar="THREAD", help="create main with this id (if none exists)")
     init.add_argument("--main-model", metavar="MODEL", help="the model main is pinned to")
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         rows = conn.execute(
             queries.HOST_SETUP,
             {
+                "tenant": args.tenant,
                 "categories": json.dumps(categories),
                 "main": args.main,
                 "main_model": args.main_model,

@@ -1,0 +1,130 @@
+BEGIN;
+SELECT plan(21);
+
+-- The host's thread writes take the tenant first (functions/015_host.sql, 016, 019, 022, 081,
+-- 090): two people with the same thread ids, categories and words, written through the same
+-- calls, each see and change their own rows only. The one-tenant guard (006_tenants.sql) is
+-- lifted for this transaction, as it will be once every function takes the tenant.
+
+ALTER TABLE ember.tenants DISABLE TRIGGER tenants_hold_one;
+
+SELECT results_eq(
+    $$SELECT tenant, changed FROM ember.create_tenant('acme')$$,
+    $$VALUES ('acme', true)$$,
+    'create_tenant creates a new tenant and says so'
+);
+SELECT results_eq(
+    $$SELECT tenant, changed FROM ember.create_tenant('acme')$$,
+    $$VALUES ('acme', false)$$,
+    'and a second call changes nothing'
+);
+SELECT throws_ok(
+    $$SELECT * FROM ember.create_tenant('has space')$$,
+    'EM151', 'tenant name "has space" is not an identifier',
+    'a malformed tenant name is refused by name'
+);
+SELECT throws_ok(
+    $$SELECT ember.create_thread('nobody', 'trip', 'side')$$,
+    'EM151', 'unknown tenant "nobody"',
+    'a thread for an unknown tenant is refused by name'
+);
+
+-- The same set-up for both people: main, the steward's thread, a side thread trip.
+SELECT is(
+    (SELECT count(*)::int FROM ember.setup(p.t, '{}', 'main', 'claude-sonnet-4-6') AS s
+     WHERE s.step = 'main' AND s.changed),
+    1, 'setup creates main for ' || p.t
+)
+FROM (VALUES ('default'), ('acme')) AS p (t);
+SELECT is(
+    (SELECT count(*)::int FROM ember.threads WHERE kind IN ('main', 'steward')),
+    4, 'each tenant has its own main and steward thread'
+);
+SELECT ember.create_thread(p.t, 'trip', 'side', 'a trip of ' || p.t)
+FROM (VALUES ('default'), ('acme')) AS p (t);
+SELECT ember.append_message('default', 'trip', 'user', 'I prefer tea.');
+SELECT ember.append_message('acme', 'trip', 'user', 'I prefer coffee.');
+SELECT ember.append_messages('acme', 'trip', '[{"role": "assistant", "content": "Noted: coffee."}]');
+
+SELECT results_eq(
+    $$SELECT tenant_id, string_agg(content, ' | ' ORDER BY seq) FROM ember.messages
+      WHERE thread_id = 'trip' GROUP BY tenant_id ORDER BY tenant_id$$,
+    $$VALUES ('acme', 'I prefer coffee. | Noted: coffee.'), ('default', 'I prefer tea.')$$,
+    'appends to trip land in the trip of the tenant named'
+);
+SELECT is(
+    (SELECT count(*)::int FROM ember.messages AS m
+     INNER JOIN ember.generations AS g ON g.id = m.generation_id
+     WHERE g.tenant_id <> m.tenant_id OR g.thread_id <> m.thread_id),
+    0, 'every row is in a generation of its own tenant''s thread'
+);
+
+-- Generations, status, model, seal: one tenant's call moves its own thread only.
+SELECT ember.start_generation('acme', 'trip');
+SELECT results_eq(
+    $$SELECT tenant_id, count(*)::int FROM ember.generations WHERE thread_id = 'trip'
+      GROUP BY tenant_id ORDER BY tenant_id$$,
+    $$VALUES ('acme', 2), ('default', 1)$$,
+    'start_generation opens a generation of the named tenant''s trip only'
+);
+SELECT ember.set_thread_status('acme', 'trip', 'ended');
+SELECT results_eq(
+    $$SELECT tenant_id, status FROM ember.threads WHERE id = 'trip' ORDER BY tenant_id$$,
+    $$VALUES ('acme', 'ended'), ('default', 'active')$$,
+    'set_thread_status changes the named tenant''s thread only'
+);
+SELECT ember.set_thread_model('default', 'trip', 'claude-haiku-4-5');
+SELECT results_eq(
+    $$SELECT tenant_id, model FROM ember.threads WHERE id = 'trip' ORDER BY tenant_id$$,
+    $$VALUES ('acme', NULL::text), ('default', 'claude-haiku-4-5')$$,
+    'set_thread_model pins the named tenant''s thread only'
+);
+SELECT ok(ember.seal_thread('acme', 'trip'), 'acme seals its trip');
+SELECT results_eq(
+    $$SELECT tenant_id, seal_tier FROM ember.threads WHERE id = 'trip' ORDER BY tenant_id$$,
+    $$VALUES ('acme', 'isolated'), ('default', 'open')$$,
+    'the seal is on acme''s trip only'
+);
+SELECT ok(
+    ember.is_isolated('acme', 'trip') AND NOT ember.is_isolated('default', 'trip'),
+    'is_isolated answers per tenant'
+);
+
+-- Turn state and prefixes: kept per tenant.
+SELECT ember.turn_started('default', 'trip');
+SELECT results_eq(
+    $$SELECT tenant_id, turn_running FROM ember.shadow_thread_state WHERE thread_id = 'trip' ORDER BY tenant_id$$,
+    $$VALUES ('acme', false), ('default', true)$$,
+    'turn_started records the turn of the named tenant''s thread only'
+);
+SELECT ok(
+    ember.note_prefix('default', 'trip', '{"model": "claude-haiku-4-5"}', '{}'),
+    'note_prefix stores default''s prefix'
+);
+SELECT ok(
+    NOT ember.note_prefix('acme', 'trip', '{"model": "claude-haiku-4-5"}', '{}'),
+    'and refuses it for acme''s isolated trip, which shadow never reads'
+);
+SELECT is(
+    (SELECT string_agg(tenant_id, ',') FROM ember.shadow_prefixes WHERE thread_id = 'trip'),
+    'default', 'one prefix, of default''s trip'
+);
+
+-- Copies stay within the tenant: a message id of another tenant is not a row of its thread.
+SELECT ember.create_thread('acme', 'notes', 'side');
+SELECT throws_ok(
+    format(
+        $$SELECT ember.copy_messages('acme', 'trip', ARRAY[%s], 'notes')$$,
+        (SELECT id FROM ember.messages WHERE tenant_id = 'default' AND thread_id = 'trip')
+    ),
+    'EM026', NULL,
+    'copy_messages refuses another tenant''s message id as not a row of the thread'
+);
+SELECT throws_ok(
+    $$SELECT ember.append_message('acme', 'notes', 'user', 'x', p_from_thread => 'plan')$$,
+    'EM001', NULL,
+    'a from_thread that is another tenant''s thread only is unknown'
+);
+
+SELECT * FROM finish();
+ROLLBACK;
