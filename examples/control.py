@@ -49,14 +49,15 @@ def _tool_use(call_id: str, name: str, tool_input: dict[str, Any]) -> str:
 def run(url: str, say: Callable[[str], None] = print) -> Outcome:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
-            "SELECT ember.create_thread('main', 'main', NULL, NULL, 'open', %s)",
+            "SELECT ember.create_thread('default', 'main', 'main', NULL, NULL, 'open', %s)",
             ("claude-sonnet-4-5",),
         )
         conn.execute(
-            "SELECT ember.create_thread('refactor', 'side', 'Refactor models', NULL, 'open', %s)",
+            "SELECT ember.create_thread("
+            "'default', 'refactor', 'side', 'Refactor models', NULL, 'open', %s)",
             ("claude-sonnet-4-5",),
         )
-        conn.execute("SELECT ember.create_thread('bench', 'task', 'Benchmarks')")
+        conn.execute("SELECT ember.create_thread('default', 'bench', 'task', 'Benchmarks')")
 
         # Each turn starts by asking for its identity; main's re-reads prompts/main.md.
         main_identity = control.identity_for_turn(conn, "main", ROOT)
@@ -66,20 +67,21 @@ def run(url: str, say: Callable[[str], None] = print) -> Outcome:
         say(f"the side chat's tools: {', '.join(chat_identity.tool_names)}")
 
         # The side chat's turn: it writes a file, runs the tests, and reports.
-        conn.execute("SELECT ember.turn_started('refactor')")
+        conn.execute("SELECT ember.turn_started('default', 'refactor')")
         conn.execute(
-            "SELECT ember.append_message('refactor', 'user', 'Move the models into app/models.py.')"
+            "SELECT ember.append_message("
+            "'default', 'refactor', 'user', 'Move the models into app/models.py.')"
         )
         conn.execute(
-            "SELECT ember.append_message('refactor', 'assistant', '', NULL, %s::json)",
+            "SELECT ember.append_message('default', 'refactor', 'assistant', '', NULL, %s::json)",
             (_tool_use("toolu_w1", "write_file", {"path": "app/models.py", "content": "..."}),),
         )
         conn.execute(
-            "SELECT ember.append_message('refactor', 'tool_result', 'written', NULL, NULL, "
-            "'toolu_w1', 'write_file', 'ok')"
+            "SELECT ember.append_message('default', 'refactor', 'tool_result', 'written', NULL, "
+            "NULL, 'toolu_w1', 'write_file', 'ok')"
         )
         conn.execute(
-            "SELECT ember.append_message('refactor', 'assistant', "
+            "SELECT ember.append_message('default', 'refactor', 'assistant', "
             "'Models moved. Now the migration.', NULL, %s::json)",
             (_tool_use("toolu_s1", "shell", {"command": "make migrate"}),),
         )
@@ -127,14 +129,14 @@ def run(url: str, say: Callable[[str], None] = print) -> Outcome:
         for event in at_safe_point:
             say(f"side chat, safe point ({event.kind} from {event.from_thread}): {event.content}")
         conn.execute(
-            "SELECT ember.append_message('refactor', 'tool_result', 'cancelled before running', "
-            "NULL, NULL, 'toolu_s1', 'shell', 'error')"
+            "SELECT ember.append_message('default', 'refactor', 'tool_result', "
+            "'cancelled before running', NULL, NULL, 'toolu_s1', 'shell', 'error')"
         )
         conn.execute(
-            "SELECT ember.append_message('refactor', 'assistant', "
+            "SELECT ember.append_message('default', 'refactor', 'assistant', "
             "'Stopped before the migration; app/models.py is moved, the schema is unchanged.')"
         )
-        conn.execute("SELECT ember.turn_ended('refactor', true)")
+        conn.execute("SELECT ember.turn_ended('default', 'refactor', true)")
         at_chat_boundary = control.deliverable_events(conn, "refactor", at_safe_point=False)
         for event in at_chat_boundary:
             say(

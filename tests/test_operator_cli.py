@@ -38,14 +38,17 @@ def test_init_makes_the_one_time_calls_once_and_says_what_it_did(db: str) -> Non
     first = ember(db, *args, "--main-model", "claude-sonnet-4-6", *tag)
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [
+        'ok    tenant "default" exists',
         'done  category "health" defined',
         'done  main thread "main" created (model claude-sonnet-4-6)',
         'done  the steward\'s thread "memory-steward" created (model "claude-sonnet-4-6", copied'
         " from main)",
-        first.stdout.splitlines()[3],
+        first.stdout.splitlines()[4],
         "done  model claude-haiku-4-5 tagged for health",
     ]
-    assert first.stdout.splitlines()[3].startswith("done  shadow memory activated")
+    assert first.stdout.splitlines()[4].startswith("done  shadow memory activated")
+    other = ember(db, "init", "--tenant", "no space")
+    refused(other, EXIT_REFUSED, "EM151")
     again = ember(db, *args, *tag)
     assert again.returncode == 0, again.stderr
     assert all(line.startswith("ok  ") for line in again.stdout.splitlines()), again.stdout

@@ -82,7 +82,7 @@ def test_ember_status_names_each_reason_work_waits(db: str) -> None:
         at.row("early", "I prefer tea.", -60)
         before = status_lines(db)
         assert "oldest early" in before["shadow shadow-not-activated"]
-        assert "ensure_steward_thread()" in before["steward steward-thread-missing"]
+        assert "ensure_steward_thread(tenant)" in before["steward steward-thread-missing"]
         assert "no ember worker is connected" in before["workers no-worker"]
 
         init = ember(db, "init", "--category", "health", "--main", "main", "--main-model", MODEL)
