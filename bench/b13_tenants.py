@@ -57,26 +57,50 @@ def _old_root(into: Path) -> Path:
     return into
 
 
-def _calls(conn: psycopg.Connection) -> dict[str, Callable[[int], None]]:
+# The host's calls as each side spells them: before tenants without one, now with the tenant
+# first (the one a single-person database holds).
+QUERIES = {
+    "old": {
+        "append": "SELECT ember.append_message('w', 'assistant', %s)",
+        "bulk": "SELECT ember.append_messages('w', %s::json)",
+        "started": "SELECT ember.turn_started('w')",
+        "ended": "SELECT ember.turn_ended('w', true)",
+        "generation": "SELECT ember.start_generation('g')",
+        "thread": "SELECT ember.create_thread(%s, 'side')",
+    },
+    "new": {
+        "append": "SELECT ember.append_message('default', 'w', 'assistant', %s)",
+        "bulk": "SELECT ember.append_messages('default', 'w', %s::json)",
+        "started": "SELECT ember.turn_started('default', 'w')",
+        "ended": "SELECT ember.turn_ended('default', 'w', true)",
+        "generation": "SELECT ember.start_generation('default', 'g')",
+        "thread": "SELECT ember.create_thread('default', %s, 'side')",
+    },
+}
+
+
+def _calls(conn: psycopg.Connection, side: str) -> dict[str, Callable[[int], None]]:
+    q = QUERIES[side]
+
     def single(r: int) -> None:
         for i in range(SINGLE):
-            conn.execute("SELECT ember.append_message('default', 'w', 'assistant', %s)", (f"{TEXT} {r}.{i}",))
+            conn.execute(q["append"], (f"{TEXT} {r}.{i}",))
 
     def bulk(r: int) -> None:
         rows = [
             {"role": "assistant" if i % 2 else "user", "content": f"{TEXT} b{r}.{i}"}
             for i in range(BULK_ROWS)
         ]
-        conn.execute("SELECT ember.append_messages('default', 'w', %s::json)", (json.dumps(rows),))
+        conn.execute(q["bulk"], (json.dumps(rows),))
 
     def turns(_: int) -> None:
         for _i in range(TURNS):
-            conn.execute("SELECT ember.turn_started('default', 'w')")
-            conn.execute("SELECT ember.turn_ended('default', 'w', true)")
+            conn.execute(q["started"])
+            conn.execute(q["ended"])
 
     def generations(_: int) -> None:
         for _i in range(GENERATIONS):
-            conn.execute("SELECT ember.start_generation('default', 'g')")
+            conn.execute(q["generation"])
 
     return {
         "append_message": single,
@@ -113,10 +137,10 @@ def main() -> None:
             psycopg.connect(old_url, autocommit=True) as old,
             psycopg.connect(new_url, autocommit=True) as new,
         ):
-            for conn in (old, new):
-                conn.execute("SELECT ember.create_thread('default', 'w', 'side')")
-                conn.execute("SELECT ember.create_thread('default', 'g', 'side')")
-            sides = {"old": _calls(old), "new": _calls(new)}
+            for side, conn in (("old", old), ("new", new)):
+                for thread in ("w", "g"):
+                    conn.execute(QUERIES[side]["thread"], (thread,))
+            sides = {"old": _calls(old, "old"), "new": _calls(new, "new")}
             spent = {side: dict.fromkeys(UNITS, 0.0) for side in sides}
             for r in range(ROUNDS):
                 for name in UNITS:
