@@ -158,7 +158,7 @@ def search_latency(facts: int, searches: int) -> dict[str, Any]:
             queries = [(_words(rng, 3), _unit_vector(rng)) for _ in range(searches)]
             for text, vector in queries[:10]:  # warm the caches, as a running system would be
                 conn.execute(
-                    "SELECT * FROM ember.search_memory('reader', %s, %s::vector, 10)",
+                    "SELECT * FROM ember.search_memory('default', 'reader', %s, %s::vector, 10)",
                     (text, vector),
                 ).fetchall()
             times: list[float] = []
@@ -167,7 +167,7 @@ def search_latency(facts: int, searches: int) -> dict[str, Any]:
             for text, vector in queries:
                 t0 = time.perf_counter()
                 rows = conn.execute(
-                    "SELECT * FROM ember.search_memory('reader', %s, %s::vector, 10)",
+                    "SELECT * FROM ember.search_memory('default', 'reader', %s, %s::vector, 10)",
                     (text, vector),
                 ).fetchall()
                 times.append((time.perf_counter() - t0) * 1000)

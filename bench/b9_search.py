@@ -46,7 +46,7 @@ WORDS = ["".join(random.Random(i).choices(_SYLLABLES, k=3)) + f"{i % 7}" for i i
 WEIGHTS = [1 / (rank + 1) for rank in range(len(WORDS))]
 READER_MODEL = "claude-sonnet-4-5"
 
-EMBER_SQL = "SELECT fact_id, text FROM ember.search_memory('reader', %s, %s::vector, 10)"
+EMBER_SQL = "SELECT fact_id, text FROM ember.search_memory('default', 'reader', %s, %s::vector, 10)"
 # The floor: the two index scans search_memory is built on, in one statement, and nothing else.
 BARE_SQL = """
 WITH v AS (
@@ -163,7 +163,7 @@ async def _mcp_latency(url: str, conn: psycopg.Connection[Any], texts: list[str]
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
 
-    sql = "SELECT * FROM ember.search_memory('reader', %s, NULL, 10)"
+    sql = "SELECT * FROM ember.search_memory('default', 'reader', %s, NULL, 10)"
     params = StdioServerParameters(
         command=str(Path(sys.executable).parent / "ember"),
         args=["mcp", "--database-url", url, "--viewer", "reader"],
@@ -290,7 +290,7 @@ def recall() -> dict[str, Any]:
         psycopg.connect(url, autocommit=True) as conn,
     ):
         ids = _load_facts(conn, list(dict.fromkeys(f["text"] for f in zh + qa)))
-        ember_sql = "SELECT fact_id FROM ember.search_memory('human', %s, NULL, 5)"
+        ember_sql = "SELECT fact_id FROM ember.search_memory('default', 'human', %s, NULL, 5)"
         out["zh_ember"] = _recall(conn, ids, partial, ember_sql)
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
         conn.execute("CREATE INDEX facts_trgm ON ember.facts USING gin (text gin_trgm_ops)")
@@ -313,7 +313,7 @@ def recall() -> dict[str, Any]:
                     (ids[text], vector_literal(vector)),
                 )
             conn.execute("VACUUM ANALYZE ember.facts")  # as autovacuum leaves it after the updates
-            with_vector = "SELECT fact_id FROM ember.search_memory('human', %s, %s::vector, 5)"
+            with_vector = "SELECT fact_id FROM ember.search_memory('default', 'human', %s, %s::vector, 5)"
 
             def embed(q: str) -> str:
                 return vector_literal(embedder.embed([q])[0])

@@ -95,7 +95,9 @@ BEGIN
                 'task_ended', 'ensure_steward_thread', 'append_steward_record', 'set_thread_model',
                 'seal_thread', 'shadow_memory_changed', 'shadow_wake_if_ready',
                 'setup', 'latest_generation', 'message_source_threads', 'check_carrier_flow',
-                'carrier_flow_error', 'copy_messages'
+                'carrier_flow_error', 'copy_messages', 'check_viewer', 'thread_hidden_reason',
+                'thread_visible', 'list_threads', 'read_thread', 'search_memory', 'visible_fact',
+                'explain_fact_as', 'recent_facts', 'forget_fact'
             ])
             AND coalesce(p.proargnames[1], '') <> 'p_tenant'
     LOOP

@@ -67,7 +67,7 @@ BEGIN
             RAISE EXCEPTION 'thread "%": a row from "%" refused: the memory steward''s record is never the source of another thread''s row or event',
                 new.thread_id, new.from_thread
                 USING ERRCODE = 'EM027',
-                      HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
+                      HINT = 'memories are found with ember.search_memory(tenant, viewer, query): facts, with their evidence, that the viewer may read';
         END IF;
         IF ember.is_isolated(new.tenant_id, new.from_thread) AND NOT ember.is_isolated(new.tenant_id, new.thread_id) THEN
             RAISE EXCEPTION 'thread "%": a row from isolated thread "%" goes only to an isolated thread',
@@ -152,7 +152,7 @@ BEGIN
         RAISE EXCEPTION 'copy from "%" to "%": the memory steward''s record is never copied, forked or quoted',
             p_from, p_to
             USING ERRCODE = 'EM027',
-                  HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
+                  HINT = 'memories are found with ember.search_memory(tenant, viewer, query): facts, with their evidence, that the viewer may read';
     END IF;
     IF ember.is_isolated(p_tenant, p_from) AND NOT ember.is_isolated(p_tenant, p_to) THEN
         RAISE EXCEPTION 'copy from "%" to "%": rows of an isolated thread go only to an isolated thread',

@@ -78,21 +78,29 @@ BEFORE UPDATE OF seal_tier ON ember.threads
 FOR EACH ROW EXECUTE FUNCTION ember.threads_seal_only_tightens();
 
 -- The tags of a viewer's model; empty when the viewer has no pinned model (or is unknown).
-CREATE OR REPLACE FUNCTION ember.viewer_tags(p_viewer text)
+CREATE OR REPLACE FUNCTION ember.viewer_tags(p_tenant text, p_viewer text)
 RETURNS text[]
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(
         (SELECT m.tags FROM ember.threads AS t JOIN ember.models AS m ON m.id = t.model
-         WHERE t.id = p_viewer),
+         WHERE t.tenant_id = p_tenant AND t.id = p_viewer),
         '{}'
     )
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
+CREATE OR REPLACE FUNCTION ember.viewer_tags(p_viewer text)
+RETURNS text[]
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.viewer_tags(ember.sole_tenant(), p_viewer)
 $$;
 
 -- Why p_thread is hidden from p_viewer, or NULL when it is visible. No validation: an unknown
 -- or NULL viewer is treated as an automated viewer with no model, which sees the least. The
 -- backlog view uses this directly so that it works before the steward thread exists.
-CREATE OR REPLACE FUNCTION ember.hidden_reason_unchecked(p_viewer text, p_thread text)
+CREATE OR REPLACE FUNCTION ember.hidden_reason_unchecked(p_tenant text, p_viewer text, p_thread text)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
@@ -100,23 +108,23 @@ DECLARE
     v_labels text[];
     v_missing text[];
 BEGIN
-    IF ember.is_steward_thread(p_thread) THEN
+    IF ember.is_steward_thread(p_tenant, p_thread) THEN
         RETURN format('"%s" is the memory steward''s record: highest classification, not an empty '
             'conversation; use search_memory for memories', p_thread);
     END IF;
     IF p_viewer = 'human' OR p_viewer = p_thread THEN
         RETURN NULL;
     END IF;
-    IF ember.is_isolated(p_thread) THEN
+    IF ember.is_isolated(p_tenant, p_thread) THEN
         RETURN format('"%s" is isolated: nothing automated reads it', p_thread);
     END IF;
-    IF ember.is_label_carrier(p_thread) AND NOT ember.is_steward_thread(p_viewer) THEN
+    IF ember.is_label_carrier(p_tenant, p_thread) AND NOT ember.is_steward_thread(p_tenant, p_viewer) THEN
         RETURN format('"%s" is a label carrier''s record: hidden from every automated viewer but '
             'the memory steward', p_thread);
     END IF;
-    v_labels := ember.thread_call_labels(ember.sole_tenant(), p_thread);
+    v_labels := ember.thread_call_labels(p_tenant, p_thread);
     v_missing := ARRAY(
-        SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(ember.viewer_tags(p_viewer))
+        SELECT l FROM unnest(v_labels) AS l WHERE NOT l = ANY(ember.viewer_tags(p_tenant, p_viewer))
     );
     IF cardinality(v_missing) > 0 AND p_viewer IS NULL THEN
         RETURN format('"%s" carries %s, and there is no viewer whose model is tagged for %s',
@@ -129,14 +137,24 @@ BEGIN
 END;
 $$;
 
--- Refuses an unknown viewer (EM029); see the top of this file for what a viewer is.
-CREATE OR REPLACE FUNCTION ember.check_viewer(p_viewer text)
+-- The one-tenant form, for the callers that do not name the tenant yet (the backlog views).
+CREATE OR REPLACE FUNCTION ember.hidden_reason_unchecked(p_viewer text, p_thread text)
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.hidden_reason_unchecked(ember.sole_tenant(), p_viewer, p_thread)
+$$;
+
+-- Refuses an unknown viewer (EM029); see the top of this file for what a viewer is. A viewer is
+-- a thread of the tenant named (or the person): another tenant's thread of that id is unknown.
+CREATE OR REPLACE FUNCTION ember.check_viewer(p_tenant text, p_viewer text)
 RETURNS void
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
     IF p_viewer IS NULL
-       OR (p_viewer <> 'human' AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_viewer)) THEN
+       OR (p_viewer <> 'human'
+           AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_viewer)) THEN
         RAISE EXCEPTION 'unknown viewer %', coalesce('"' || p_viewer || '"', 'NULL')
             USING ERRCODE = 'EM029',
                   HINT = 'a viewer is ''human'' (the person) or the id of the thread whose agent reads';
@@ -145,36 +163,46 @@ END;
 $$;
 
 -- The viewer function: why p_thread is hidden from p_viewer, NULL when visible.
-CREATE OR REPLACE FUNCTION ember.thread_hidden_reason(p_viewer text, p_thread text)
+CREATE OR REPLACE FUNCTION ember.thread_hidden_reason(p_tenant text, p_viewer text, p_thread text)
 RETURNS text
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    PERFORM ember.check_viewer(p_viewer);
-    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_thread) THEN
+    PERFORM ember.check_viewer(p_tenant, p_viewer);
+    IF NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
     END IF;
-    RETURN ember.hidden_reason_unchecked(p_viewer, p_thread);
+    RETURN ember.hidden_reason_unchecked(p_tenant, p_viewer, p_thread);
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.thread_visible(p_viewer text, p_thread text)
+CREATE OR REPLACE FUNCTION ember.thread_visible(p_tenant text, p_viewer text, p_thread text)
 RETURNS boolean
 LANGUAGE sql STABLE
-AS $$ SELECT ember.thread_hidden_reason(p_viewer, p_thread) IS NULL $$;
+AS $$ SELECT ember.thread_hidden_reason(p_tenant, p_viewer, p_thread) IS NULL $$;
 
 -- Whether a fact may be read: never when it is derived from an isolated thread (one sealed after
 -- the fact was written) and, unless the viewer is the person, only when the viewer model's tags
 -- cover its labels. Written over plain values so search_memory can apply it per candidate
 -- without looking the viewer up again.
 CREATE OR REPLACE FUNCTION ember.fact_visible(
-    p_human boolean, p_tags text[], p_categories text[], p_sources text[]
+    p_tenant text, p_human boolean, p_tags text[], p_categories text[], p_sources text[]
 )
 RETURNS boolean
 LANGUAGE sql STABLE
 AS $$
     SELECT (p_human OR p_categories <@ p_tags)
-        AND NOT EXISTS (SELECT 1 FROM unnest(p_sources) AS s WHERE ember.is_isolated(s))
+        AND NOT EXISTS (SELECT 1 FROM unnest(p_sources) AS s WHERE ember.is_isolated(p_tenant, s))
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
+CREATE OR REPLACE FUNCTION ember.fact_visible(
+    p_human boolean, p_tags text[], p_categories text[], p_sources text[]
+)
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.fact_visible(ember.sole_tenant(), p_human, p_tags, p_categories, p_sources)
 $$;
 
 -- Why a fact is hidden from a viewer, or NULL when the viewer may read it (ember.fact_visible).
@@ -183,16 +211,18 @@ RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT CASE
-        WHEN EXISTS (SELECT 1 FROM unnest(f.source_threads) AS s WHERE ember.is_isolated(s))
+        WHEN EXISTS (SELECT 1 FROM unnest(f.source_threads) AS s WHERE ember.is_isolated(f.tenant_id, s))
             THEN 'derived from an isolated thread'
-        WHEN NOT ember.fact_visible(p_viewer = 'human', ember.viewer_tags(p_viewer), f.categories, '{}')
+        WHEN NOT ember.fact_visible(
+                f.tenant_id, p_viewer = 'human', ember.viewer_tags(f.tenant_id, p_viewer), f.categories, '{}'
+            )
             THEN 'labelled beyond the viewer''s model'
     END
 $$;
 
 -- The "all threads" listing (sidebar, pickers, references): the threads the viewer may see.
 -- The steward's thread is never listed, not even for the person.
-CREATE OR REPLACE FUNCTION ember.list_threads(p_viewer text)
+CREATE OR REPLACE FUNCTION ember.list_threads(p_tenant text, p_viewer text)
 RETURNS TABLE (
     id text, kind text, title text, category text, seal_tier text, status text,
     model text, labels text[], created_at timestamptz
@@ -200,13 +230,14 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE
 AS $$
 BEGIN
-    PERFORM ember.check_viewer(p_viewer);
+    PERFORM ember.check_viewer(p_tenant, p_viewer);
     RETURN QUERY
     SELECT t.id, t.kind, t.title, t.category, t.seal_tier, t.status, t.model,
         ember.thread_call_labels(t.tenant_id, t.id), t.created_at
     FROM ember.threads AS t
-    WHERE NOT ember.is_steward_thread(t.id)
-      AND ember.hidden_reason_unchecked(p_viewer, t.id) IS NULL
+    WHERE t.tenant_id = p_tenant
+      AND NOT ember.is_steward_thread(t.tenant_id, t.id)
+      AND ember.hidden_reason_unchecked(t.tenant_id, p_viewer, t.id) IS NULL
     ORDER BY t.created_at, t.id;
 END;
 $$;
@@ -221,7 +252,9 @@ $$;
 -- The person ('human') gets EM001 for an unknown thread and sees everything else.
 -- An automated viewer reports the generations it read (report_read_generations): its current
 -- generation's labels grow by theirs, so its next rows carry them.
-CREATE OR REPLACE FUNCTION ember.read_thread(p_viewer text, p_thread text, p_limit int DEFAULT 50)
+CREATE OR REPLACE FUNCTION ember.read_thread(
+    p_tenant text, p_viewer text, p_thread text, p_limit int DEFAULT 50
+)
 RETURNS TABLE (
     id bigint, seq bigint, generation_id uuid, role text, author text, content text,
     blocks json, tool_call_id text, tool_name text, tool_status text, from_thread text,
@@ -233,19 +266,23 @@ DECLARE
     v_ids bigint[];
     v_automated boolean;
 BEGIN
-    PERFORM ember.check_viewer(p_viewer);
+    PERFORM ember.check_viewer(p_tenant, p_viewer);
     v_automated := p_viewer <> 'human' AND p_viewer IS DISTINCT FROM p_thread;
-    IF ember.is_steward_thread(p_thread) THEN
-        RAISE EXCEPTION 'read_thread: %', ember.hidden_reason_unchecked(p_viewer, p_thread)
+    IF ember.is_steward_thread(p_tenant, p_thread) THEN
+        RAISE EXCEPTION 'read_thread: %', ember.hidden_reason_unchecked(p_tenant, p_viewer, p_thread)
             USING ERRCODE = 'EM027',
-                  HINT = 'memories are found with ember.search_memory(viewer, query): facts, with their evidence, that the viewer may read';
+                  HINT = 'memories are found with ember.search_memory(tenant, viewer, query): facts, with their evidence, that the viewer may read';
     END IF;
-    IF NOT v_automated AND NOT EXISTS (SELECT 1 FROM ember.threads WHERE ember.threads.id = p_thread) THEN
+    IF NOT v_automated AND NOT EXISTS (
+        SELECT 1 FROM ember.threads WHERE ember.threads.tenant_id = p_tenant AND ember.threads.id = p_thread
+    ) THEN
         RAISE EXCEPTION 'unknown thread "%"', p_thread USING ERRCODE = 'EM001';
     END IF;
     IF v_automated AND (
-        NOT EXISTS (SELECT 1 FROM ember.threads WHERE ember.threads.id = p_thread)
-        OR ember.hidden_reason_unchecked(p_viewer, p_thread) IS NOT NULL
+        NOT EXISTS (
+            SELECT 1 FROM ember.threads WHERE ember.threads.tenant_id = p_tenant AND ember.threads.id = p_thread
+        )
+        OR ember.hidden_reason_unchecked(p_tenant, p_viewer, p_thread) IS NOT NULL
     ) THEN
         RAISE EXCEPTION 'read_thread: no thread "%" is readable by viewer "%"', p_thread, p_viewer
             USING ERRCODE = 'EM028';
@@ -256,28 +293,28 @@ BEGIN
     END IF;
 
     v_ids := ARRAY(
-        SELECT m.id FROM ember.messages AS m WHERE m.thread_id = p_thread
+        SELECT m.id FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.thread_id = p_thread
         ORDER BY m.seq DESC LIMIT p_limit
     );
     IF v_automated THEN
         IF EXISTS (
             SELECT 1 FROM ember.messages AS m
-            INNER JOIN ember.generations AS g ON g.id = m.generation_id
-            WHERE m.id = ANY(v_ids) AND NOT g.labels <@ ember.viewer_tags(p_viewer)
+            INNER JOIN ember.generations AS g ON g.tenant_id = m.tenant_id AND g.id = m.generation_id
+            WHERE m.tenant_id = p_tenant AND m.id = ANY(v_ids) AND NOT g.labels <@ ember.viewer_tags(p_tenant, p_viewer)
         ) THEN
             RAISE EXCEPTION 'read_thread: no thread "%" is readable by viewer "%"', p_thread, p_viewer
                 USING ERRCODE = 'EM028';
         END IF;
         PERFORM ember.report_read_generations(
-            ember.current_generation(ember.sole_tenant(), p_viewer),
-            ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids))
+            ember.current_generation(p_tenant, p_viewer),
+            ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(v_ids))
         );
     END IF;
 
     RETURN QUERY
     SELECT m.id, m.seq, m.generation_id, m.role, m.author, m.content, m.blocks, m.tool_call_id,
         m.tool_name, m.tool_status, m.from_thread, m.categories, m.created_at
-    FROM ember.messages AS m WHERE m.id = ANY(v_ids)
+    FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(v_ids)
     ORDER BY m.seq;
 END;
 $$;

@@ -302,7 +302,7 @@ BEGIN
                    E'\n' ORDER BY s.ord)
     INTO v_ids, v_lines
     FROM ember.search_memory(
-        'memory-steward', v_query,
+        r.tenant_id, 'memory-steward', v_query,
         CASE WHEN p_embedding IS NOT NULL THEN (p_embedding::text)::vector END, v_limit
     ) WITH ORDINALITY AS s (fact_id, text, evidence_kind, categories, score, vector_rank, text_rank, created_at, ord);
     IF v_ids IS NULL THEN

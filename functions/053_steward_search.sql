@@ -168,7 +168,7 @@ $$;
 -- Its length: one query (vector pool, text pool, fusion) planned once per session; benchmarked
 -- (B9), and split into functions each pool would be a call and a plan of its own per search.
 CREATE OR REPLACE FUNCTION ember.search_memory(
-    p_viewer text, p_query text, p_query_embedding vector DEFAULT NULL, p_limit integer DEFAULT 10
+    p_tenant text, p_viewer text, p_query text, p_query_embedding vector DEFAULT NULL, p_limit integer DEFAULT 10
 )
 RETURNS TABLE (
     fact_id bigint,
@@ -204,7 +204,7 @@ DECLARE
     v_window integer := ember.setting_int('search_recent_window');
     v_pool constant integer := 400;
 BEGIN
-    PERFORM ember.check_viewer(p_viewer);
+    PERFORM ember.check_viewer(p_tenant, p_viewer);
     IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100 THEN
         RAISE EXCEPTION 'search_memory: the limit must be between 1 and 100, got %', coalesce(p_limit::text, 'NULL')
             USING ERRCODE = 'EM068';
@@ -218,8 +218,8 @@ BEGIN
             USING ERRCODE = 'EM068';
     END IF;
     v_human := p_viewer = 'human';
-    v_tags := ember.viewer_tags(p_viewer);
-    v_isolated := ARRAY(SELECT t.id FROM ember.threads AS t WHERE t.seal_tier = 'isolated');
+    v_tags := ember.viewer_tags(p_tenant, p_viewer);
+    v_isolated := ARRAY(SELECT t.id FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.seal_tier = 'isolated');
     v_vector := p_query_embedding::halfvec;
     v_k := greatest(p_limit * 4, 40);
     v_near := greatest(p_limit * 3, 30);
@@ -251,7 +251,7 @@ BEGIN
             SELECT f.id, f.embedding <=> v_vector AS distance
             FROM ember.facts AS f
             WHERE v_vector IS NOT NULL
-              AND f.status = 'active'
+              AND f.tenant_id = p_tenant AND f.status = 'active'
               AND (v_human OR f.categories <@ v_tags)
               AND NOT f.source_threads && v_isolated
             ORDER BY f.embedding <=> v_vector
@@ -265,7 +265,7 @@ BEGIN
             FROM ember.facts AS f
             WHERE v_choose IS NOT NULL
               AND f.search_text @@ v_choose
-              AND f.status = 'active'
+              AND f.tenant_id = p_tenant AND f.status = 'active'
               AND (v_human OR f.categories <@ v_tags)
               AND NOT f.source_threads && v_isolated
             LIMIT v_pool
@@ -277,7 +277,7 @@ BEGIN
                 SELECT f.id, f.search_text
                 FROM ember.facts AS f
                 WHERE v_choose IS NULL AND v_any IS NOT NULL
-                  AND f.status = 'active'
+                  AND f.tenant_id = p_tenant AND f.status = 'active'
                   AND (v_human OR f.categories <@ v_tags)
                   AND NOT f.source_threads && v_isolated
                 ORDER BY f.id DESC
@@ -311,7 +311,7 @@ BEGIN
     )
     SELECT f.id, f.text, f.evidence_kind, f.categories, fu.score, fu.vrk, fu.trk, f.created_at
     FROM fused AS fu
-    INNER JOIN ember.facts AS f ON f.id = fu.id
+    INNER JOIN ember.facts AS f ON f.tenant_id = p_tenant AND f.id = fu.id
     ORDER BY fu.score DESC, f.id
     LIMIT p_limit;
 END;

@@ -61,10 +61,10 @@ DECLARE
 BEGIN
     IF tg_op = 'INSERT' THEN
         -- A promoted fact names its proposal, shadow run and cut-over.
-        INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, run_id,
+        INSERT INTO ember.fact_history (tenant_id, fact_id, at, change, status, merged_into, retired_reason, run_id,
                                         forgetting_id, proposal_id, shadow_run_id, cutover_id, validity,
                                         consolidation_run_id, consolidation_action_id)
-        VALUES (new.id, new.created_at, 'written', new.status, new.merged_into, new.retired_reason,
+        VALUES (new.tenant_id, new.id, new.created_at, 'written', new.status, new.merged_into, new.retired_reason,
                 coalesce(v_run, new.run_id), v_forgetting, new.shadow_proposal_id, new.shadow_run_id,
                 new.cutover_id,
                 CASE WHEN new.valid_from IS NOT NULL
@@ -99,12 +99,12 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
+    INSERT INTO ember.fact_history (tenant_id, fact_id, at, change, status, merged_into, retired_reason, detail, run_id,
                                     forgetting_id, cutover_id, validity, consolidation_run_id,
                                     consolidation_action_id)
     VALUES (
         -- The writer's time when it set one (the steward passes its p_now), else the clock.
-        new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
+        new.tenant_id, new.id, CASE WHEN new.updated_at IS DISTINCT FROM old.updated_at THEN new.updated_at ELSE clock_timestamp() END,
         v_change, new.status, new.merged_into, new.retired_reason,
         -- A merge keeps where it went in merged_into; a retirement by forgetting says which
         -- status the fact left, since its merge target (if any) is cleared by the retirement.
@@ -133,9 +133,9 @@ DECLARE
     v_at timestamptz;
 BEGIN
     SELECT fg.requested_at INTO v_at FROM ember.forgettings AS fg WHERE fg.id = v_forgetting;
-    INSERT INTO ember.fact_history (fact_id, at, change, status, merged_into, retired_reason,
+    INSERT INTO ember.fact_history (tenant_id, fact_id, at, change, status, merged_into, retired_reason,
                                     evidence_removed, run_id, forgetting_id)
-    SELECT f.id, coalesce(v_at, clock_timestamp()), 'evidence-shrunk', f.status, f.merged_into, f.retired_reason,
+    SELECT f.tenant_id, f.id, coalesce(v_at, clock_timestamp()), 'evidence-shrunk', f.status, f.merged_into, f.retired_reason,
         o.removed, ember.history_setting('ember.run'), v_forgetting
     FROM (
         SELECT gone.tenant_id, gone.fact_id,

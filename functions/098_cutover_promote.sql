@@ -183,8 +183,8 @@ BEGIN
     END IF;
     INSERT INTO ember.fact_confirmations (fact_id, run_id, evidence_kind, evidence, at)
     VALUES (p_fact, p_run, v_kind, p_input -> 'evidence', p_now);
-    INSERT INTO ember.fact_history (fact_id, at, change, status, run_id, cutover_id)
-    VALUES (p_fact, p_now, 'confirmed', f.status, p_run, f.cutover_id);
+    INSERT INTO ember.fact_history (tenant_id, fact_id, at, change, status, run_id, cutover_id)
+    VALUES (f.tenant_id, p_fact, p_now, 'confirmed', f.status, p_run, f.cutover_id);
     RETURN true;
 END;
 $$;

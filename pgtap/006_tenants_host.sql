@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(21);
+SELECT plan(30);
 
 -- The host's thread writes take the tenant first (functions/015_host.sql, 016, 019, 022, 081,
 -- 090): two people with the same thread ids, categories and words, written through the same
@@ -120,10 +120,69 @@ SELECT throws_ok(
     'EM026', NULL,
     'copy_messages refuses another tenant''s message id as not a row of the thread'
 );
+SELECT ember.create_thread('default', 'plan', 'side');
 SELECT throws_ok(
     $$SELECT ember.append_message('acme', 'notes', 'user', 'x', p_from_thread => 'plan')$$,
     'EM001', NULL,
     'a from_thread that is another tenant''s thread only is unknown'
+);
+
+-- What a viewer reads: the same words, the same fact text, in both tenants' diary; each
+-- tenant's reads find its own only, and another tenant's ids are refused as unknown.
+SELECT ember.create_thread(p.t, 'diary', 'side') FROM (VALUES ('default'), ('acme')) AS p (t);
+SELECT ember.append_message('default', 'diary', 'user', 'I like green tea.') AS m_d \gset
+SELECT ember.append_message('acme', 'diary', 'user', 'I like green tea.') AS m_a \gset
+INSERT INTO ember.facts (tenant_id, text, evidence_kind, source_threads, created_at, updated_at)
+VALUES ('default', 'The user likes green tea.', 'user-stated', '{diary}', now(), now())
+RETURNING id AS f_d \gset
+INSERT INTO ember.fact_evidence (tenant_id, fact_id, ordinal, message_id) VALUES ('default', :f_d, 1, :m_d);
+INSERT INTO ember.facts (tenant_id, text, evidence_kind, source_threads, created_at, updated_at)
+VALUES ('acme', 'The user likes green tea.', 'user-stated', '{diary}', now(), now())
+RETURNING id AS f_a \gset
+INSERT INTO ember.fact_evidence (tenant_id, fact_id, ordinal, message_id) VALUES ('acme', :f_a, 1, :m_a);
+
+SELECT is(
+    ARRAY(SELECT fact_id FROM ember.search_memory('acme', 'human', 'green tea')),
+    ARRAY[:f_a]::bigint [],
+    'search_memory for acme finds acme''s fact only'
+);
+SELECT is(
+    ARRAY(SELECT fact_id FROM ember.search_memory('default', 'human', 'green tea')),
+    ARRAY[:f_d]::bigint [],
+    'and for default, default''s only'
+);
+SELECT is(
+    ARRAY(SELECT fact_id FROM ember.recent_facts('acme', 'human')),
+    ARRAY[:f_a]::bigint [],
+    'recent_facts for acme lists acme''s facts only'
+);
+SELECT throws_ok(
+    format('SELECT ember.explain_fact_as(%L, %L, %s)', 'acme', 'human', :f_d),
+    'EM095', NULL,
+    'explain_fact_as refuses another tenant''s fact id as no such fact'
+);
+SELECT throws_ok(
+    format('SELECT ember.forget_fact(%L, %L, %s, %L)', 'acme', 'human', :f_d, 'not mine'),
+    'EM095', NULL,
+    'forget_fact refuses another tenant''s fact id'
+);
+SELECT is(
+    (SELECT status FROM ember.facts WHERE tenant_id = 'default' AND id = :f_d), 'active',
+    'and default''s fact is untouched'
+);
+SELECT is(
+    ARRAY(SELECT id FROM ember.read_thread('acme', 'human', 'diary')),
+    ARRAY[:m_a]::bigint [],
+    'read_thread for acme reads acme''s diary only'
+);
+SELECT ok(
+    NOT EXISTS (SELECT 1 FROM ember.list_threads('acme', 'human') WHERE id = 'plan'),
+    'list_threads for acme does not list default''s plan'
+);
+SELECT throws_ok(
+    $$SELECT * FROM ember.search_memory('acme', 'plan', 'green tea')$$,
+    'EM029', NULL,
+    'another tenant''s thread is no viewer of this one'
 );
 
 SELECT * FROM finish();

@@ -79,7 +79,7 @@ SELECT ember.append_message('default', 'a', 'event', 'doc: the user has diabetes
 SELECT ember.start_generation('default', 'main', '2026-03-01 13:00Z');
 SELECT is(ember.thread_call_labels('main'), '{}'::text[], 'main starts a clean generation');
 SELECT ember.create_thread('default', 'reader', 'side', 'Reader', NULL, 'open', 'claude-opus-4-8', '2026-03-01 08:00Z');
-SELECT is((SELECT count(*)::int FROM ember.read_thread('reader', 'a')), 1, 'a side thread reads a');
+SELECT is((SELECT count(*)::int FROM ember.read_thread('default', 'reader', 'a')), 1, 'a side thread reads a');
 SELECT is(ember.thread_call_labels('reader'), '{health}'::text[],
           'and carries the health content a holds, though a has no category');
 

@@ -94,7 +94,7 @@ BEGIN
                 v_id := ember.append_message('default', v_t, 'event', 'sent ' || i, 'main', NULL, NULL, NULL, NULL, v_from, v_now);
                 PERFORM pg_temp.oracle_row(v_id, v_brought, v_ids);
             ELSIF v_op = 'read' AND v_from <> v_t THEN
-                v_ids := ARRAY(SELECT r.id FROM ember.read_thread(v_t, v_from, 1 + floor(random() * 4)::int) AS r);
+                v_ids := ARRAY(SELECT r.id FROM ember.read_thread('default', v_t, v_from, 1 + floor(random() * 4)::int) AS r);
                 v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_ids));
                 PERFORM pg_temp.oracle_gen(v_t);  -- read_thread may have opened the viewer's generation
                 UPDATE oracle SET labels = pg_temp.u(labels, ARRAY(

@@ -163,7 +163,7 @@ SELECT is(ember.thread_call_labels('tagged'), '{health}'::text[],
 SELECT ember.shadow_memory_changed('default', 'tagged', 'task-ended');
 SELECT is((SELECT coalesce(model, 'none') FROM ember.shadow_ready() WHERE thread_id = 'tagged'), 'none',
           'so shadow does not hand the receiving thread to an untagged light model');
-SELECT throws_ok(format($$SELECT * FROM ember.read_thread('plain', 'tagged')$$), 'EM028', NULL,
+SELECT throws_ok(format($$SELECT * FROM ember.read_thread('default', 'plain', 'tagged')$$), 'EM028', NULL,
                  'nor may an untagged viewer read it');
 SELECT ember.start_generation('default', 'main');
 SELECT is(ember.check_carrier_flow('default', 'main', 'plain'), '{}'::text[], 'once main starts afresh it may send to plain');

@@ -101,13 +101,13 @@ SELECT matches(ember.check_evidence('open1', 'user-stated',
                'isolated', 'but evidence citing the copy follows its lineage into the sealed thread and fails');
 
 -- Refusals do not tell an agent what it may not know.
-SELECT throws_ok($$SELECT * FROM ember.read_thread('open1', 'vault')$$, 'EM028',
+SELECT throws_ok($$SELECT * FROM ember.read_thread('default', 'open1', 'vault')$$, 'EM028',
                  'read_thread: no thread "vault" is readable by viewer "open1"',
                  'an isolated thread is refused without saying it is isolated');
-SELECT throws_ok($$SELECT * FROM ember.read_thread('open1', 'nosuch')$$, 'EM028',
+SELECT throws_ok($$SELECT * FROM ember.read_thread('default', 'open1', 'nosuch')$$, 'EM028',
                  'read_thread: no thread "nosuch" is readable by viewer "open1"',
                  'exactly like a thread that does not exist');
-SELECT throws_ok($$SELECT * FROM ember.read_thread('open1', 'doc')$$, 'EM028',
+SELECT throws_ok($$SELECT * FROM ember.read_thread('default', 'open1', 'doc')$$, 'EM028',
                  'read_thread: no thread "doc" is readable by viewer "open1"',
                  'a thread hidden by labels is refused without naming them');
 

@@ -46,7 +46,7 @@ SELECT is((SELECT count(*)::int FROM ember.backlog WHERE thread_id = 'notes'), 0
           'the sealed thread''s rows leave the backlog');
 SELECT ok(NOT EXISTS (SELECT 1 FROM ember.shadow_ready() WHERE thread_id = 'notes'),
           'and it is never ready for shadow');
-SELECT throws_ok($$SELECT * FROM ember.read_thread('peer', 'notes')$$, 'EM028', NULL,
+SELECT throws_ok($$SELECT * FROM ember.read_thread('default', 'peer', 'notes')$$, 'EM028', NULL,
                  'and no automated viewer may read it');
 
 SELECT throws_ok($$UPDATE ember.threads SET seal_tier = 'open' WHERE id = 'notes'$$, 'EM015', NULL,

@@ -49,29 +49,29 @@ SELECT is((SELECT array_agg(fact_id) FROM ember.facts_to_embed()),
           'a fact written without one waits for the worker''s embedder');
 
 -- Search visibility.
-SELECT is((SELECT count(*)::int FROM ember.search_memory('reader', 'penicillin')), 0,
+SELECT is((SELECT count(*)::int FROM ember.search_memory('default', 'reader', 'penicillin')), 0,
           'search hides a labelled fact from a viewer whose model is not tagged for it');
-SELECT is((SELECT count(*)::int FROM ember.search_memory('reader', NULL, pg_temp.axis(1))), 0,
+SELECT is((SELECT count(*)::int FROM ember.search_memory('default', 'reader', NULL, pg_temp.axis(1))), 0,
           'by vector too');
-SELECT is((SELECT text FROM ember.search_memory('nurse', 'penicillin')), 'The user is allergic to penicillin.',
+SELECT is((SELECT text FROM ember.search_memory('default', 'nurse', 'penicillin')), 'The user is allergic to penicillin.',
           'a viewer whose model is tagged finds it');
-SELECT is((SELECT text FROM ember.search_memory('human', 'penicillin')), 'The user is allergic to penicillin.',
+SELECT is((SELECT text FROM ember.search_memory('default', 'human', 'penicillin')), 'The user is allergic to penicillin.',
           'and so does the person');
-SELECT is((SELECT text FROM ember.search_memory('nurse', NULL, pg_temp.axis(1, 2))), 'The user is allergic to penicillin.',
+SELECT is((SELECT text FROM ember.search_memory('default', 'nurse', NULL, pg_temp.axis(1, 2))), 'The user is allergic to penicillin.',
           'a near vector finds the fact with no shared word');
-SELECT is((SELECT text FROM ember.search_memory('nurse', 'Lufthansa flights', pg_temp.axis(1, 2), 2) LIMIT 1),
-          (SELECT text FROM ember.search_memory('nurse', 'Lufthansa flights', pg_temp.axis(1, 2), 2) ORDER BY score DESC, fact_id LIMIT 1),
+SELECT is((SELECT text FROM ember.search_memory('default', 'nurse', 'Lufthansa flights', pg_temp.axis(1, 2), 2) LIMIT 1),
+          (SELECT text FROM ember.search_memory('default', 'nurse', 'Lufthansa flights', pg_temp.axis(1, 2), 2) ORDER BY score DESC, fact_id LIMIT 1),
           'results come ordered by fused score');
-SELECT is((SELECT array_agg(text ORDER BY text) FROM ember.search_memory('nurse', 'Lufthansa', pg_temp.axis(1, 2))),
+SELECT is((SELECT array_agg(text ORDER BY text) FROM ember.search_memory('default', 'nurse', 'Lufthansa', pg_temp.axis(1, 2))),
           '{"The user flies Lufthansa.","The user is allergic to penicillin."}'::text[],
           'vector and text candidates are fused into one list');
-SELECT is((SELECT (vector_rank, text_rank)::text FROM ember.search_memory('nurse', 'penicillin', pg_temp.axis(1))),
+SELECT is((SELECT (vector_rank, text_rank)::text FROM ember.search_memory('default', 'nurse', 'penicillin', pg_temp.axis(1))),
           '(1,1)', 'a fact found both ways carries both ranks');
 
-SELECT throws_ok($$SELECT * FROM ember.search_memory('nobody', 'tea')$$, 'EM029', NULL, 'an unknown viewer is refused');
-SELECT throws_ok($$SELECT * FROM ember.search_memory('human', 'tea', NULL, 0)$$, 'EM068', NULL, 'a zero limit is refused');
-SELECT throws_ok($$SELECT * FROM ember.search_memory('human', ' ', NULL)$$, 'EM068', NULL, 'an empty search is refused');
-SELECT throws_ok($$SELECT * FROM ember.search_memory('human', NULL, '[1,2,3]')$$, 'EM068', NULL,
+SELECT throws_ok($$SELECT * FROM ember.search_memory('default', 'nobody', 'tea')$$, 'EM029', NULL, 'an unknown viewer is refused');
+SELECT throws_ok($$SELECT * FROM ember.search_memory('default', 'human', 'tea', NULL, 0)$$, 'EM068', NULL, 'a zero limit is refused');
+SELECT throws_ok($$SELECT * FROM ember.search_memory('default', 'human', ' ', NULL)$$, 'EM068', NULL, 'an empty search is refused');
+SELECT throws_ok($$SELECT * FROM ember.search_memory('default', 'human', NULL, '[1,2,3]')$$, 'EM068', NULL,
                  'an embedding of the wrong size is refused');
 
 SELECT throws_ok(format('SELECT ember.set_fact_embedding(%s, %L)', (SELECT id FROM ember.facts WHERE text = 'The user flies Lufthansa.'), '[1,2]'),
@@ -83,7 +83,7 @@ SELECT throws_ok(format('SELECT ember.set_fact_embedding(%s, %L)', (SELECT id FR
 
 -- A thread sealed after a fact was written hides that fact from everyone.
 UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'plain';
-SELECT is((SELECT count(*)::int FROM ember.search_memory('human', 'Lufthansa')), 0,
+SELECT is((SELECT count(*)::int FROM ember.search_memory('default', 'human', 'Lufthansa')), 0,
           'a fact derived from a thread that is now isolated is never returned');
 
 -- The round limit fails the run and marks nothing.

@@ -15,7 +15,7 @@ RETURNS bigint LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.found(p_viewer text, p_query text, p_limit int DEFAULT 5) RETURNS text[] LANGUAGE sql AS $$
     SELECT coalesce(array_agg(s.text ORDER BY s.score DESC, s.fact_id), '{}')
-    FROM ember.search_memory(p_viewer, p_query, NULL, p_limit) AS s
+    FROM ember.search_memory('default', p_viewer, p_query, NULL, p_limit) AS s
 $$;
 
 SELECT pg_temp.fact('我喜欢用中文写周报。');
@@ -46,7 +46,7 @@ SELECT is((pg_temp.found('human', 'When does Mia start school?', 1))[1], 'The us
           'the fact holding most of the question''s words comes first');
 SELECT is(pg_temp.found('human', 'What is the the of?'), '{}', 'a question of stop words only matches nothing');
 SELECT is(pg_temp.found('human', 'The user prefers tea over coffee.'), ARRAY['The user prefers tea over coffee.'] || ARRAY(
-              SELECT s.text FROM ember.search_memory('human', 'The user prefers tea over coffee.', NULL, 5) AS s OFFSET 1),
+              SELECT s.text FROM ember.search_memory('default', 'human', 'The user prefers tea over coffee.', NULL, 5) AS s OFFSET 1),
           'a fact''s own text finds it first');
 
 -- Visibility inside the candidate lists.
@@ -70,7 +70,7 @@ SELECT ok(pg_temp.found('human', 'common number', 10) <@ ARRAY(
           'a query of common words alone is matched against the newest facts of the window');
 SELECT cmp_ok(cardinality(pg_temp.found('human', 'common number', 10)), '>', 0, 'and finds them there');
 
-SELECT ok(pg_get_functiondef('ember.search_memory(text, text, vector, integer)'::regprocedure) !~* '\mEXECUTE\M',
+SELECT ok(pg_get_functiondef('ember.search_memory(text, text, text, vector, integer)'::regprocedure) !~* '\mEXECUTE\M',
           'search_memory is static SQL: nothing is planned from a string per call');
 
 SELECT * FROM finish();

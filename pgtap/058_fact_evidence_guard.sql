@@ -21,7 +21,7 @@ SELECT throws_ok(format('INSERT INTO ember.fact_evidence (fact_id, ordinal, gene
                  'EM115', NULL, 'so is a pointer to its generation');
 SELECT throws_ok(format('UPDATE ember.fact_evidence SET message_id = %s WHERE fact_id = %s', :secret, :tea_fact),
                  'EM115', NULL, 'and moving a pointer there');
-SELECT is((SELECT count(*)::int FROM ember.search_memory('human', 'secret diagnosis') AS s
+SELECT is((SELECT count(*)::int FROM ember.search_memory('default', 'human', 'secret diagnosis') AS s
            JOIN ember.fact_evidence AS e ON e.fact_id = s.fact_id), 0,
           'so search_memory never returns a fact citing it');
 

@@ -92,7 +92,7 @@ SELECT ember.create_thread('default', 'lawsuit', 'side', 'Divorce filing against
 SELECT ok(NOT EXISTS (SELECT 1 FROM ember.progress_board() WHERE thread_id = 'lawsuit'),
           'progress_board hides a chat whose labels main''s model is not tagged for');
 SELECT is(ARRAY(SELECT thread_id FROM ember.progress_board() ORDER BY 1),
-          ARRAY(SELECT id FROM ember.list_threads('main') WHERE kind IN ('side', 'task') AND status <> 'archived' ORDER BY 1),
+          ARRAY(SELECT id FROM ember.list_threads('default', 'main') WHERE kind IN ('side', 'task') AND status <> 'archived' ORDER BY 1),
           'the board lists exactly the side and task chats list_threads(''main'') shows');
 
 -- Bad events.

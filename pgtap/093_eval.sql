@@ -183,9 +183,9 @@ SELECT throws_ok(
     'EM112', NULL, 'a promoted fact is not the steward''s memory'
 );
 SELECT ok(
-    (SELECT count(*) FROM ember.search_memory('eval-0001', 'pottery') AS s
+    (SELECT count(*) FROM ember.search_memory('default', 'eval-0001', 'pottery') AS s
      WHERE s.fact_id IN (SELECT fact_id FROM ember.eval_promotions)) = 1
-    AND NOT EXISTS (SELECT 1 FROM ember.search_memory('eval-0001', 'pottery') AS s WHERE s.fact_id = pg_temp.id('f1')),
+    AND NOT EXISTS (SELECT 1 FROM ember.search_memory('default', 'eval-0001', 'pottery') AS s WHERE s.fact_id = pg_temp.id('f1')),
     'search_memory finds shadow''s memory while it is cut over, and not the steward''s'
 );
 ROLLBACK TO SAVEPOINT cut;

@@ -50,7 +50,7 @@ SELECT lives_ok($$SELECT ember.create_thread('default', 'chat', 'side', 'Chat')$
 SELECT lives_ok($$SELECT ember.append_message('default', 'chat', 'user', 'hello', 'human')$$, 'the host appends a message');
 SELECT lives_ok($$SELECT ember.note_prefix('default', 'chat', '{"model": "m"}', '{"id": "r"}')$$, 'the host records a prefix');
 SELECT lives_ok($$SELECT ember.turn_started('default', 'chat')$$, 'the host reports a turn');
-SELECT is((SELECT content FROM ember.read_thread('human', 'chat')), 'hello', 'the host reads through read_thread');
+SELECT is((SELECT content FROM ember.read_thread('default', 'human', 'chat')), 'hello', 'the host reads through read_thread');
 SELECT is(ember.route_model('frontier', '{health}'), 'claude-opus-4-8', 'the host routes a call');
 SELECT throws_ok($$INSERT INTO ember.messages (thread_id, generation_id, role, content)
                    SELECT 'chat', id, 'user', 'x' FROM ember.generations LIMIT 1$$,
@@ -87,7 +87,7 @@ SELECT ok(NOT has_schema_privilege('ember_host', e.extnamespace, 'CREATE')
           'neither role may create objects in pgvector''s schema, which Ember''s functions search')
 FROM pg_extension AS e WHERE e.extname = 'vector';
 CREATE TEMP TABLE before_plant AS
-SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
+SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('default', 'human', 'doc')
 UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
 UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
 UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('default', 'chat', 'doc')::text, 'ok');
@@ -112,7 +112,7 @@ CREATE TEMP TABLE settings (key text, value jsonb);
 INSERT INTO pg_temp.settings VALUES ('idle_before_digest', '"1 second"');
 SET search_path = pg_temp, planted, public, ember;
 SELECT lives_ok($$CREATE TEMP TABLE after_plant AS
-    SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('human', 'doc')
+    SELECT 'read' AS what, array_agg(content ORDER BY seq)::text AS result FROM ember.read_thread('default', 'human', 'doc')
     UNION ALL SELECT 'route', ember.route_model('frontier', '{health}')
     UNION ALL SELECT 'labels', ember.thread_call_labels('doc')::text
     UNION ALL SELECT 'flow', coalesce(ember.check_carrier_flow('default', 'chat', 'doc')::text, 'ok')$$,

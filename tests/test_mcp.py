@@ -333,3 +333,40 @@ def test_typescript_sdk_client_over_stdio(memdb: str) -> None:
     assert refused["isError"] and "no such fact" in refused["text"]
     assert len(_fact_lines(recent["text"])) == 3
     assert "unknown tool" in unknown["protocolError"]["message"]
+
+
+def test_a_server_for_one_tenant_never_answers_with_another_tenants_facts(db: str) -> None:
+    """Two people with the same thread ids and the same kind of fact; `ember mcp --tenant`
+    reads one of them. The one-tenant guard is lifted on this test's own database, as it will
+    be once every function takes the tenant (docs/tenants.md)."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("ALTER TABLE ember.tenants DISABLE TRIGGER tenants_hold_one")
+        conn.execute("SELECT ember.create_tenant('acme')")
+        ids = {}
+        for tenant, drink in (("default", "green tea"), ("acme", "black coffee")):
+            conn.execute(
+                "SELECT ember.create_thread(%s, 'reader', 'side', NULL, NULL, 'open', %s)",
+                (tenant, "claude-sonnet-4-5"),
+            )
+            row = conn.execute(
+                "INSERT INTO ember.facts (tenant_id, text, evidence_kind, source_threads)"
+                " VALUES (%s, %s, 'user-stated', '{reader}') RETURNING id",
+                (tenant, f"The user drinks {drink} every morning."),
+            ).fetchone()
+            assert row is not None
+            ids[tenant] = int(row[0])
+
+    async def go() -> None:
+        async with _stdio(db, "--tenant", "acme", "--viewer", "reader") as s:
+            error, text = await _text(s, "search_memory", {"query": "What does the user drink?"})
+            assert not error
+            assert _fact_lines(text) and all(
+                line.startswith(f"fact {ids['acme']} ") for line in _fact_lines(text)
+            ), text
+            assert "green tea" not in text
+            error, text = await _text(s, "recent_facts", {})
+            assert not error and "green tea" not in text and "black coffee" in text
+            error, text = await _text(s, "explain_fact", {"fact_id": ids["default"]})
+            assert error and "no such fact" in text, text
+
+    anyio.run(go)

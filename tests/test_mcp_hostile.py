@@ -342,7 +342,7 @@ def test_an_unexpected_database_error_is_a_generic_tool_error(
     server: Transport, hostdb: str
 ) -> None:
     with psycopg.connect(hostdb, autocommit=True) as conn:
-        conn.execute("ALTER FUNCTION ember.explain_fact_as(text, bigint) RENAME TO gone")
+        conn.execute("ALTER FUNCTION ember.explain_fact_as(text, text, bigint) RENAME TO gone")
     text = _tool_error(server.send(_call(15, "explain_fact", {"fact_id": 1})), 15)
     assert text.startswith("explain_fact failed: an unexpected error"), text
     _still_serving(server)
@@ -354,7 +354,7 @@ def test_the_details_of_an_unexpected_error_go_to_the_log(hostdb: str) -> None:
         stdio.send(_initialize())
         stdio.write(INITIALIZED)
         with psycopg.connect(hostdb, autocommit=True) as conn:
-            conn.execute("ALTER FUNCTION ember.explain_fact_as(text, bigint) RENAME TO gone")
+            conn.execute("ALTER FUNCTION ember.explain_fact_as(text, text, bigint) RENAME TO gone")
         _tool_error(stdio.send(_call(16, "explain_fact", {"fact_id": 1})), 16)
     finally:
         stdio.close()

@@ -33,7 +33,8 @@ def _recall(url: str, set_name: str, key: str) -> float:
                 found = [
                     r[0]
                     for r in conn.execute(
-                        "SELECT fact_id FROM ember.search_memory('human', %s, NULL, 5)", (query,)
+                        "SELECT fact_id FROM ember.search_memory('default', 'human', %s, NULL, 5)",
+                        (query,),
                     )
                 ]
                 asked += 1

@@ -236,14 +236,15 @@ def test_search_finds_a_fact_by_meaning_not_only_by_shared_words(
     (vector,) = embedder.embed([query])
     found = _query(
         db,
-        "SELECT text, vector_rank, text_rank FROM ember.search_memory('human', %s, %s::vector, 2)",
+        "SELECT text, vector_rank, text_rank"
+        " FROM ember.search_memory('default', 'human', %s, %s::vector, 2)",
         query,
         vector_literal(vector),
     )
     assert found[0][0] == "The user prefers tea over coffee."
     assert found[0][1] == 1 and found[0][2] is None, "found by meaning alone"
     # The words alone find nothing.
-    assert _query(db, "SELECT * FROM ember.search_memory('human', %s)", query) == []
+    assert _query(db, "SELECT * FROM ember.search_memory('default', 'human', %s)", query) == []
 
 
 def test_steward_and_shadow_share_one_worker_process_over_the_same_backlog(

@@ -253,8 +253,15 @@ class MemoryTools:
     the reason, for the model to correct; a broken connection raises.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], thread_id: str, *, embed: Any = None) -> None:
-        self._memory = memory.Memory(conn, thread_id, embed=embed)
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        thread_id: str,
+        *,
+        tenant: str = "default",
+        embed: Any = None,
+    ) -> None:
+        self._memory = memory.Memory(conn, thread_id, tenant=tenant, embed=embed)
 
     def definitions(self) -> list[dict[str, Any]]:
         return memory_tool_definitions()

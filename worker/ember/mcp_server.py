@@ -68,9 +68,12 @@ INSTRUCTIONS = (
 class MemoryService:
     """One database connection, used by one call at a time, as the configured viewer."""
 
-    def __init__(self, url: str, viewer: str, *, allow_forget: bool, embed: Any) -> None:
+    def __init__(
+        self, url: str, viewer: str, *, allow_forget: bool, embed: Any, tenant: str = "default"
+    ) -> None:
         self._url = url
         self._viewer = viewer
+        self._tenant = tenant
         self._allow_forget = allow_forget
         self._embed = embed
         self._lock = threading.Lock()
@@ -80,7 +83,11 @@ class MemoryService:
         if self._memory is None or self._memory.conn.closed:
             conn = psycopg.connect(self._url, autocommit=True)
             self._memory = memory.Memory(
-                conn, self._viewer, embed=self._embed, allow_forget=self._allow_forget
+                conn,
+                self._viewer,
+                tenant=self._tenant,
+                embed=self._embed,
+                allow_forget=self._allow_forget,
             )
         return self._memory
 
@@ -418,7 +425,9 @@ def serve(args: argparse.Namespace, url: str) -> int:
         def embed(text: str) -> str:
             return vector_literal(embedder.embed([text])[0])
 
-    service = MemoryService(url, args.viewer, allow_forget=args.allow_forget, embed=embed)
+    service = MemoryService(
+        url, args.viewer, allow_forget=args.allow_forget, embed=embed, tenant=args.tenant
+    )
     try:
         service.start()
     except memory.MemoryRefused as exc:

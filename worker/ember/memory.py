@@ -299,18 +299,21 @@ def _refusal(exc: psycopg.Error) -> MemoryRefused | None:
 
 
 class Memory:
-    """The memory tools on one connection (autocommit), as one fixed viewer."""
+    """The memory tools on one connection (autocommit), as one fixed viewer of one tenant: the
+    viewer is a thread of that tenant (or the person), and no call reads another tenant's facts."""
 
     def __init__(
         self,
         conn: psycopg.Connection[Any],
         viewer: str,
         *,
+        tenant: str = "default",
         embed: Any = None,
         allow_forget: bool = False,
     ) -> None:
         self.conn = conn
         self.viewer = viewer
+        self.tenant = tenant
         self._embed = embed  # callable(text) -> vector literal, or None for text alone
         self.allow_forget = allow_forget
 
@@ -321,7 +324,9 @@ class Memory:
         if problem is not None:
             raise MemoryRefused("EM029", f"viewer {problem}")
         try:
-            self.conn.execute(queries.MEMORY_CHECK_VIEWER, {"viewer": self.viewer})
+            self.conn.execute(
+                queries.MEMORY_CHECK_VIEWER, {"tenant": self.tenant, "viewer": self.viewer}
+            )
         except psycopg.Error as exc:
             refused = _refusal(exc)
             raise (refused or exc) from exc
@@ -356,7 +361,7 @@ class Memory:
 
     def _rows(self, sql: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         try:
-            return self.conn.execute(sql, params).fetchall()
+            return self.conn.execute(sql, {"tenant": self.tenant, **params}).fetchall()
         except psycopg.Error as exc:
             refused = _refusal(exc)
             if refused is None:

@@ -323,7 +323,7 @@ SET_FACT_EMBEDDING: LiteralString = (
 # `ember search`: the facts the viewer may read that match, best first.
 SEARCH_MEMORY: LiteralString = (
     "SELECT fact_id, text, evidence_kind, categories, score FROM "
-    "ember.search_memory(%(viewer)s, %(query)s, %(embedding)s::vector, %(limit)s)"
+    "ember.search_memory(%(tenant)s, %(viewer)s, %(query)s, %(embedding)s::vector, %(limit)s)"
 )
 
 # --- import and export (issue 13) ---
@@ -495,21 +495,26 @@ SELECT
 # functions/053_steward_search.sql and 055_memory_serving.sql decide what the viewer may read.
 
 # Refuses an unknown viewer (EM029) at start-up, not at its first tool call.
-MEMORY_CHECK_VIEWER: LiteralString = "SELECT count(*) FROM ember.recent_facts(%(viewer)s, 1)"
+MEMORY_CHECK_VIEWER: LiteralString = (
+    "SELECT count(*) FROM ember.recent_facts(%(tenant)s, %(viewer)s, 1)"
+)
 # search_memory for the viewer: the facts it may read that match, best first.
 MEMORY_SEARCH: LiteralString = (
     "SELECT fact_id, text, evidence_kind, categories, created_at"
-    " FROM ember.search_memory(%(viewer)s, %(query)s, %(embedding)s::vector, %(limit)s)"
+    " FROM ember.search_memory(%(tenant)s, %(viewer)s, %(query)s, %(embedding)s::vector,"
+    " %(limit)s)"
 )
 # The viewer's most recent facts.
 MEMORY_RECENT: LiteralString = (
     "SELECT fact_id, text, evidence_kind, categories, created_at"
-    " FROM ember.recent_facts(%(viewer)s, %(limit)s)"
+    " FROM ember.recent_facts(%(tenant)s, %(viewer)s, %(limit)s)"
 )
 # explain_fact for the viewer: what it may read of a fact's history.
-MEMORY_EXPLAIN: LiteralString = "SELECT ember.explain_fact_as(%(viewer)s, %(fact)s)"
+MEMORY_EXPLAIN: LiteralString = "SELECT ember.explain_fact_as(%(tenant)s, %(viewer)s, %(fact)s)"
 # forget_fact for the viewer, with a reason.
-MEMORY_FORGET: LiteralString = "SELECT ember.forget_fact(%(viewer)s, %(fact)s, %(reason)s)"
+MEMORY_FORGET: LiteralString = (
+    "SELECT ember.forget_fact(%(tenant)s, %(viewer)s, %(fact)s, %(reason)s)"
+)
 
 # --- the model registry (functions/049_model_registry.sql) ---
 
@@ -572,7 +577,7 @@ EVAL_CUT_OVER: LiteralString = "SELECT ember.eval_cut_over(%(run)s, %(thread)s)"
 EVAL_CLOSE_CONVERSATION: LiteralString = "SELECT ember.eval_close_conversation(%(run)s, %(thread)s)"
 # A question's search, as the viewer, with its scores.
 EVAL_SEARCH: LiteralString = (
-    "SELECT fact_id, score FROM ember.search_memory(%(viewer)s, %(query)s,"
+    "SELECT fact_id, score FROM ember.search_memory(ember.sole_tenant(), %(viewer)s, %(query)s,"
     " %(embedding)s::vector, %(limit)s)"
 )
 # The found facts as the answer model is shown them, per pipeline.

@@ -22,6 +22,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         " never the memory steward",
     )
     p.add_argument(
+        "--tenant",
+        default=os.environ.get("EMBER_MCP_TENANT", "default"),
+        help="whose memory: the tenant the viewer belongs to (env EMBER_MCP_TENANT; default"
+        " default)",
+    )
+    p.add_argument(
         "--database-url",
         default=None,
         help="PostgreSQL connection string (default: $DATABASE_URL, else the embedded server)",

@@ -23,6 +23,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="THREAD",
         help="the thread whose model's labels decide what may be read, or 'human'",
     )
+    search.add_argument(
+        "--tenant",
+        default="default",
+        metavar="TENANT",
+        help="whose memory: the tenant the viewer belongs to (default: default)",
+    )
     search.add_argument("--limit", type=int, default=10, help="at most this many facts (1-100)")
     search.add_argument(
         "--embed", action="store_true", help="also search by meaning, with the worker's embedder"
@@ -43,7 +49,13 @@ def run(args: argparse.Namespace) -> int:
     with connect() as conn:
         cur = conn.execute(
             queries.SEARCH_MEMORY,
-            {"viewer": args.viewer, "query": args.query, "embedding": vector, "limit": args.limit},
+            {
+                "tenant": args.tenant,
+                "viewer": args.viewer,
+                "query": args.query,
+                "embedding": vector,
+                "limit": args.limit,
+            },
         )
         names = [c.name for c in cur.description or []]
         facts: list[dict[str, Any]] = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
