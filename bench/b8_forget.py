@@ -193,7 +193,7 @@ def _populate(conn: psycopg.Connection[Any], thread: str) -> None:
 def _forget_once(conn: psycopg.Connection[Any]) -> tuple[float, dict[str, Any]]:
     with conn.transaction(force_rollback=True):
         start = time.perf_counter()
-        row = conn.execute("SELECT ember.forget_thread('t', 'benchmark')").fetchone()
+        row = conn.execute("SELECT ember.forget_thread('default', 't', 'benchmark')").fetchone()
         elapsed = time.perf_counter() - start
     assert row is not None
     # The rolled-back updates leave dead row versions; each run starts from a vacuumed table,

@@ -97,7 +97,8 @@ BEGIN
                 'setup', 'latest_generation', 'message_source_threads', 'check_carrier_flow',
                 'carrier_flow_error', 'copy_messages', 'check_viewer', 'thread_hidden_reason',
                 'thread_visible', 'list_threads', 'read_thread', 'search_memory', 'visible_fact',
-                'explain_fact_as', 'recent_facts', 'forget_fact'
+                'explain_fact_as', 'recent_facts', 'forget_fact',
+                'forget_messages', 'forget_thread'
             ])
             AND coalesce(p.proargnames[1], '') <> 'p_tenant'
     LOOP

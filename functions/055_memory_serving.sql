@@ -115,6 +115,6 @@ BEGIN
         RAISE EXCEPTION 'fact %: nothing left to forget (its sources are forgotten already)', f.id
             USING ERRCODE = 'EM097';
     END IF;
-    RETURN ember.forget_messages(v_ids, p_reason, p_now) || jsonb_build_object('fact', f.id);
+    RETURN ember.forget_messages(p_tenant, v_ids, p_reason, p_now) || jsonb_build_object('fact', f.id);
 END;
 $$;

@@ -291,11 +291,12 @@ BEGIN
 END;
 $$;
 
--- forget_messages(ids, reason): erase these rows and what derives from them. Every id must name
--- an existing row outside the steward's record (the steward's rows go only through the facts it
+-- forget_messages(tenant, ids, reason): erase these rows of the tenant and what derives from
+-- them. Every id must name an existing row of the tenant outside the steward's record (the steward's rows go only through the facts it
 -- wrote); rows already erased are reported, and when every row is, nothing happens and the
 -- answer says so. Nothing is erased unless the whole call is valid.
 CREATE OR REPLACE FUNCTION ember.forget_messages(
+    p_tenant text,
     p_ids bigint[],
     p_reason text,
     p_now timestamptz DEFAULT clock_timestamp()
@@ -319,7 +320,7 @@ BEGIN
     END IF;
     v_unknown := ARRAY(
         SELECT DISTINCT i FROM unnest(p_ids) AS i
-        WHERE NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.id = i) ORDER BY i
+        WHERE NOT EXISTS (SELECT 1 FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = i) ORDER BY i
     );
     IF cardinality(v_unknown) > 0 THEN
         RAISE EXCEPTION 'no such message: %', array_to_string(v_unknown, ', ')
@@ -327,7 +328,8 @@ BEGIN
     END IF;
     v_steward := ARRAY(
         SELECT DISTINCT m.id FROM ember.messages AS m
-        WHERE m.id = ANY(p_ids) AND ember.is_steward_thread(m.thread_id) ORDER BY m.id
+        WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids) AND ember.is_steward_thread(m.tenant_id, m.thread_id)
+        ORDER BY m.id
     );
     IF cardinality(v_steward) > 0 THEN
         RAISE EXCEPTION 'message % belongs to the steward''s record', array_to_string(v_steward, ', ')
@@ -336,18 +338,18 @@ BEGIN
     END IF;
     v_already := ARRAY(
         SELECT DISTINCT m.id FROM ember.messages AS m
-        WHERE m.id = ANY(p_ids) AND m.erased_by IS NOT NULL ORDER BY m.id
+        WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids) AND m.erased_by IS NOT NULL ORDER BY m.id
     );
     v_todo := ARRAY(
         SELECT DISTINCT m.id FROM ember.messages AS m
-        WHERE m.id = ANY(p_ids) AND m.erased_by IS NULL ORDER BY m.id
+        WHERE m.tenant_id = p_tenant AND m.id = ANY(p_ids) AND m.erased_by IS NULL ORDER BY m.id
     );
     IF cardinality(v_todo) = 0 THEN
         RAISE NOTICE 'messages % were already forgotten: nothing to do', array_to_string(v_already, ', ');
         RETURN jsonb_build_object('noop', true, 'already_forgotten', to_jsonb(v_already));
     END IF;
-    INSERT INTO ember.forgettings (scope, reason, requested_at)
-    VALUES ('messages', p_reason, p_now)
+    INSERT INTO ember.forgettings (tenant_id, scope, reason, requested_at)
+    VALUES (p_tenant, 'messages', p_reason, p_now)
     RETURNING id INTO v_forgetting;
     v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
         || jsonb_build_object('noop', false, 'already_forgotten', to_jsonb(v_already));
@@ -356,8 +358,9 @@ BEGIN
 END;
 $$;
 
--- forget_thread(thread, reason): every row of the thread, as forget_messages.
+-- forget_thread(tenant, thread, reason): every row of the tenant's thread, as forget_messages.
 CREATE OR REPLACE FUNCTION ember.forget_thread(
+    p_tenant text,
     p_thread text,
     p_reason text,
     p_now timestamptz DEFAULT clock_timestamp()
@@ -372,27 +375,27 @@ DECLARE
 BEGIN
     PERFORM ember.require_now(p_now);
     PERFORM ember.forget_require_reason(p_reason);
-    IF p_thread IS NULL OR NOT EXISTS (SELECT 1 FROM ember.threads WHERE id = p_thread) THEN
+    IF p_thread IS NULL OR NOT EXISTS (SELECT 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread) THEN
         RAISE EXCEPTION 'no such thread: %', coalesce(p_thread, 'NULL')
             USING ERRCODE = 'EM095';
     END IF;
-    IF ember.is_steward_thread(p_thread) THEN
+    IF ember.is_steward_thread(p_tenant, p_thread) THEN
         RAISE EXCEPTION 'thread % is the steward''s record', p_thread
             USING ERRCODE = 'EM096',
                   HINT = 'the steward''s rows are forgotten through the facts it wrote: forget their sources';
     END IF;
     -- Lock first, so no row is appended between the list and the erasure.
-    PERFORM 1 FROM ember.threads WHERE id = p_thread FOR UPDATE;
+    PERFORM 1 FROM ember.threads WHERE tenant_id = p_tenant AND id = p_thread FOR UPDATE;
     v_todo := ARRAY(
         SELECT m.id FROM ember.messages AS m
-        WHERE m.thread_id = p_thread AND m.erased_by IS NULL ORDER BY m.seq
+        WHERE m.tenant_id = p_tenant AND m.thread_id = p_thread AND m.erased_by IS NULL ORDER BY m.seq
     );
     IF cardinality(v_todo) = 0 THEN
         RAISE NOTICE 'thread % has no rows left to forget: nothing to do', p_thread;
         RETURN jsonb_build_object('noop', true, 'thread', p_thread);
     END IF;
-    INSERT INTO ember.forgettings (scope, thread_id, reason, requested_at)
-    VALUES ('thread', p_thread, p_reason, p_now)
+    INSERT INTO ember.forgettings (tenant_id, scope, thread_id, reason, requested_at)
+    VALUES (p_tenant, 'thread', p_thread, p_reason, p_now)
     RETURNING id INTO v_forgetting;
     v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
         || jsonb_build_object('noop', false, 'thread', p_thread);

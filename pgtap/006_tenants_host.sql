@@ -1,5 +1,5 @@
 BEGIN;
-SELECT plan(30);
+SELECT plan(33);
 
 -- The host's thread writes take the tenant first (functions/015_host.sql, 016, 019, 022, 081,
 -- 090): two people with the same thread ids, categories and words, written through the same
@@ -183,6 +183,25 @@ SELECT throws_ok(
     $$SELECT * FROM ember.search_memory('acme', 'plan', 'green tea')$$,
     'EM029', NULL,
     'another tenant''s thread is no viewer of this one'
+);
+
+-- Forgetting: one tenant's forget erases its own rows, and another tenant's ids are unknown.
+SELECT throws_ok(
+    format('SELECT ember.forget_messages(%L, ARRAY[%s], %L)', 'acme', :m_d, 'not mine'),
+    'EM095', NULL,
+    'forget_messages refuses another tenant''s message id as no such message'
+);
+SELECT ember.forget_thread('acme', 'diary', 'the user asked');
+SELECT results_eq(
+    $$SELECT tenant_id, erased_by IS NOT NULL FROM ember.messages WHERE thread_id = 'diary' ORDER BY tenant_id$$,
+    $$VALUES ('acme', true), ('default', false)$$,
+    'forget_thread erases the named tenant''s diary only'
+);
+SELECT results_eq(
+    format('SELECT tenant_id, status, text IS NOT NULL FROM ember.facts WHERE id IN (%s, %s) ORDER BY tenant_id',
+           :f_a, :f_d),
+    $$VALUES ('acme', 'retired', false), ('default', 'active', true)$$,
+    'and retires the fact resting on it, not the other tenant''s fact of the same text'
 );
 
 SELECT * FROM finish();

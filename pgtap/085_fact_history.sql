@@ -53,7 +53,7 @@ SELECT is((SELECT merged_into FROM ember.fact_history WHERE fact_id = :f1 AND ch
 SELECT is((SELECT retired_reason FROM ember.fact_history WHERE fact_id = :f3 AND change = 'retired'), 'no longer true',
           'a retirement records its reason');
 
-SELECT ember.forget_messages(ARRAY[:m_run], 'asked', '2030-01-01 12:00+00') IS NOT NULL AS forgot \gset
+SELECT ember.forget_messages('default', ARRAY[:m_run], 'asked', '2030-01-01 12:00+00') IS NOT NULL AS forgot \gset
 SELECT is(pg_temp.believed('2030-01-01 11:59+00'), ARRAY['(forgotten #' || :f4 || ')'],
           'at 11:59 the fact was believed, but its text is not recoverable from history');
 SELECT is((SELECT evidence FROM ember.facts_as_of('2030-01-01 11:59+00')),

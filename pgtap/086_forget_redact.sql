@@ -116,7 +116,7 @@ FROM ember.generations AS g WHERE g.thread_id = 's1';
 SELECT isnt_empty('SELECT * FROM pg_temp.hits(ARRAY[''zqxmarker4242'', ''0.4242''])',
                   'before forgetting, the search finds the marker');
 
-SELECT ember.forget_messages(ARRAY[:m_secret, :m_echo, :m_tool], 'the user asked') AS r \gset
+SELECT ember.forget_messages('default', ARRAY[:m_secret, :m_echo, :m_tool], 'the user asked') AS r \gset
 
 SELECT is_empty('SELECT * FROM pg_temp.hits(ARRAY[''zqxmarker4242'', ''0.4242''])',
                 'after forgetting, no text, json, jsonb, array, tsvector or vector column of schema ember holds the '

@@ -67,7 +67,7 @@ UPDATE ember.facts SET status = 'active', retired_reason = NULL WHERE id = :f_cy
 
 SELECT is(ember.explain_fact(:f_cycle) -> 'run' ->> 'model', 'claude-haiku-4-5', 'explain_fact names the writing run''s model');
 
-SELECT ember.forget_messages(ARRAY[:m_secret], 'asked') AS r \gset
+SELECT ember.forget_messages('default', ARRAY[:m_secret], 'asked') AS r \gset
 
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 'memory-steward'
            AND (content LIKE '%plumvault3131%' OR blocks::text LIKE '%plumvault3131%')), 0,

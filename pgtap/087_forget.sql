@@ -52,24 +52,24 @@ UPDATE ember.facts SET embedding = array_fill(1::real, ARRAY[coalesce(
 WHERE id IN (:f_one, :f_two);
 
 -- Bad input: named errors, nothing half done.
-SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], NULL)', :m_tea), 'EM097', NULL,
+SELECT throws_ok(format('SELECT ember.forget_messages(''default'', ARRAY[%s], NULL)', :m_tea), 'EM097', NULL,
                  'a NULL reason is refused');
-SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], %L)', :m_tea, '  '), 'EM097', NULL,
+SELECT throws_ok(format('SELECT ember.forget_messages(''default'', ARRAY[%s], %L)', :m_tea, '  '), 'EM097', NULL,
                  'a blank reason is refused');
-SELECT throws_ok('SELECT ember.forget_messages(ARRAY[]::bigint[], ''asked'')', 'EM097', NULL,
+SELECT throws_ok('SELECT ember.forget_messages(''default'', ARRAY[]::bigint[], ''asked'')', 'EM097', NULL,
                  'an empty id list is refused');
-SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s, 987654321], %L)', :m_tea, 'asked'), 'EM095',
+SELECT throws_ok(format('SELECT ember.forget_messages(''default'', ARRAY[%s, 987654321], %L)', :m_tea, 'asked'), 'EM095',
                  'no such message: 987654321', 'an unknown id is refused and named');
 SELECT is((SELECT content FROM ember.messages WHERE id = :m_tea), 'I drink green tea every morning.',
           'a refused call erases nothing, not even its valid ids');
 SELECT ember.append_steward_record('default', 'assistant', 'noted') AS m_steward \gset
-SELECT throws_ok(format('SELECT ember.forget_messages(ARRAY[%s], %L)', :m_steward, 'asked'), 'EM096', NULL,
+SELECT throws_ok(format('SELECT ember.forget_messages(''default'', ARRAY[%s], %L)', :m_steward, 'asked'), 'EM096', NULL,
                  'the steward''s own rows are refused');
-SELECT throws_ok('SELECT ember.forget_thread(''memory-steward'', ''asked'')', 'EM096', NULL,
+SELECT throws_ok('SELECT ember.forget_thread(''default'', ''memory-steward'', ''asked'')', 'EM096', NULL,
                  'the steward''s thread is refused');
-SELECT throws_ok('SELECT ember.forget_thread(''nowhere'', ''asked'')', 'EM095', 'no such thread: nowhere',
+SELECT throws_ok('SELECT ember.forget_thread(''default'', ''nowhere'', ''asked'')', 'EM095', 'no such thread: nowhere',
                  'an unknown thread is refused');
-SELECT throws_ok('SELECT ember.forget_thread(''s1'', NULL)', 'EM097', NULL,
+SELECT throws_ok('SELECT ember.forget_thread(''default'', ''s1'', NULL)', 'EM097', NULL,
                  'forget_thread refuses a NULL reason');
 
 -- A running shadow run on s1, to be cancelled by the forget.
@@ -81,7 +81,7 @@ INSERT INTO ember.shadow_runs (
 RETURNING id AS run_s1 \gset
 
 -- One pointer of two forgotten: the fact stays with the other.
-SELECT ember.forget_messages(ARRAY[:m_tea], 'the user asked', '2030-01-02 00:00+00') AS r1 \gset
+SELECT ember.forget_messages('default', ARRAY[:m_tea], 'the user asked', '2030-01-02 00:00+00') AS r1 \gset
 SELECT is((SELECT content FROM ember.messages WHERE id = :m_tea), '[forgotten]', 'the row is a tombstone');
 SELECT ok((SELECT erased_by IS NOT NULL AND seq > 0 AND thread_id = 's1' FROM ember.messages WHERE id = :m_tea),
           'the row keeps its id, seq and thread and says which forget erased it');
@@ -105,13 +105,13 @@ SELECT is(:'r1'::jsonb -> 'runs_cancelled', jsonb_build_array(:run_s1), 'the ans
 SELECT is((SELECT status FROM ember.facts WHERE id = :f_lisbon), 'active', 'facts of other threads are untouched');
 
 -- Forgetting it again is a no-op that says so.
-SELECT ember.forget_messages(ARRAY[:m_tea], 'again') AS r2 \gset
+SELECT ember.forget_messages('default', ARRAY[:m_tea], 'again') AS r2 \gset
 SELECT is(:'r2'::jsonb, jsonb_build_object('noop', true, 'already_forgotten', jsonb_build_array(:m_tea)),
           'forgetting a forgotten row is a no-op that says so');
 SELECT is((SELECT count(*)::int FROM ember.forgettings), 1, 'and records no forgetting');
 
 -- user-accepted: forgetting the acceptance leaves a conclusion nobody accepted.
-SELECT ember.forget_messages(ARRAY[:m_accept], 'asked') AS r3 \gset
+SELECT ember.forget_messages('default', ARRAY[:m_accept], 'asked') AS r3 \gset
 SELECT is((SELECT status || '/' || retired_reason FROM ember.facts WHERE id = :f_accepted), 'retired/source-forgotten',
           'a user-accepted fact whose acceptance is forgotten is retired');
 SELECT is(pg_temp.pointers(:f_accepted), ARRAY[:m_concl]::bigint [], 'the conclusion pointer is kept in its record');
@@ -123,7 +123,7 @@ SELECT pg_temp.fact('Tea B', 'user-stated', :m_tea2) AS f_b \gset
 SELECT pg_temp.fact('Tea C', 'user-stated', :m_lisbon2) AS f_c \gset
 UPDATE ember.facts SET status = 'merged', merged_into = :f_b WHERE id = :f_a;
 UPDATE ember.facts SET status = 'merged', merged_into = :f_c WHERE id = :f_b;
-SELECT ember.forget_messages(ARRAY[:m_tea2], 'asked') AS r4 \gset
+SELECT ember.forget_messages('default', ARRAY[:m_tea2], 'asked') AS r4 \gset
 SELECT is((SELECT array_agg(status ORDER BY id) FROM ember.facts WHERE id IN (:f_a, :f_b)), ARRAY['retired', 'retired'],
           'a merged fact and the fact it was merged into both fall with their only source');
 SELECT is(:'r4'::jsonb -> 'facts_rechecked', jsonb_build_array(:f_c),
@@ -149,7 +149,7 @@ FROM ember.generations AS g,
                                                      jsonb_build_object('message_id', :m_lisbon2))),
             (2, 'Moved in 2020', jsonb_build_array(jsonb_build_object('message_id', :m_lisbon2)))) AS v (o, t, e)
 WHERE g.thread_id = 's2';
-SELECT ember.forget_messages(ARRAY[:m_lisbon2], 'asked') AS r5 \gset
+SELECT ember.forget_messages('default', ARRAY[:m_lisbon2], 'asked') AS r5 \gset
 SELECT is((SELECT evidence FROM ember.shadow_proposals WHERE run_id = :run_s2 AND ordinal = 1),
           jsonb_build_array(jsonb_build_object('message_id', :m_lisbon)),
           'a proposal still justified keeps its text with a shrunken evidence list');
@@ -158,12 +158,12 @@ SELECT is((SELECT row (text, validation_error)::text FROM ember.shadow_proposals
 SELECT is(jsonb_array_length(:'r5'::jsonb -> 'proposals_erased'), 1, 'the answer counts the erased proposal');
 
 -- forget_thread: every row, and a second call is a no-op.
-SELECT ember.forget_thread('s1', 'the whole topic', '2030-01-03 00:00+00') AS r6 \gset
+SELECT ember.forget_thread('default', 's1', 'the whole topic', '2030-01-03 00:00+00') AS r6 \gset
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 's1' AND erased_by IS NULL), 0,
           'forget_thread erases every row of the thread');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE thread_id = 's1' AND (blocks IS NOT NULL OR tool_name <> 'forgotten'
            OR tool_call_id <> 'forgotten')), 0, 'blocks, tool names and call ids are gone');
-SELECT is(ember.forget_thread('s1', 'again'), jsonb_build_object('noop', true, 'thread', 's1'),
+SELECT is(ember.forget_thread('default', 's1', 'again'), jsonb_build_object('noop', true, 'thread', 's1'),
           'forgetting a forgotten thread is a no-op that says so');
 
 -- A thread sealed after shadow proposed about it: the proposal guard refuses any change to a row
@@ -182,7 +182,7 @@ SELECT :run_s3, 's3', g.id, 1, 'Collects stamps', 'user-stated',
     jsonb_build_array(jsonb_build_object('message_id', :m_stamps)), '2030-01-01 10:01+00'
 FROM ember.generations AS g WHERE g.thread_id = 's3';
 UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 's3';
-SELECT lives_ok('SELECT ember.forget_thread(''s3'', ''asked'')', 'a thread sealed since it was proposed about can be forgotten');
+SELECT lives_ok('SELECT ember.forget_thread(''default'', ''s3'', ''asked'')', 'a thread sealed since it was proposed about can be forgotten');
 SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE thread_id = 's3'), 0,
           'its proposals are removed whole');
 

@@ -76,7 +76,7 @@ SELECT is((SELECT array_agg(h ->> 'change') FROM jsonb_array_elements(ember.expl
           ARRAY['written', 'merged'], 'its history');
 SELECT is(:'e_merge'::jsonb -> 'run', 'null'::jsonb, 'no run when the fact names none');
 
-SELECT ember.forget_messages(ARRAY[:m_user], 'asked', '2030-01-02 00:00+00') IS NOT NULL AS forgot \gset
+SELECT ember.forget_messages('default', ARRAY[:m_user], 'asked', '2030-01-02 00:00+00') IS NOT NULL AS forgot \gset
 SELECT is(ember.explain_fact(:f_merge) -> 'history' -> -1 -> 'forgetting' ->> 'reason', 'asked',
           'a forgotten fact explains why it went');
 SELECT throws_ok('SELECT ember.explain_fact(987654321)', 'EM095', 'no such fact: 987654321', 'an unknown fact is named');

@@ -198,7 +198,7 @@ SELECT pg_temp.forced(:r1, 'The conversation started well.', 'observed-outcome',
                                                                               WHERE id = :r1)))) AS p_gen1 \gset
 SELECT matches((SELECT reason FROM ember.cutover_promotions WHERE proposal_id = :p_gen1),
                'the generation has rows at or before', 'the first run, which read the older row, may not cite it');
-SELECT ember.forget_messages(ARRAY[:m_unseen]::bigint[], 'asked');
+SELECT ember.forget_messages('default', ARRAY[:m_unseen]::bigint[], 'asked');
 SELECT pg_temp.forced(:r2, 'The user cycles to work.', 'user-stated', pg_temp.ev(:m_unseen)) AS p_forgot \gset
 SELECT matches((SELECT reason FROM ember.cutover_promotions WHERE proposal_id = :p_forgot),
                'forgotten', 'a pointer to a forgotten row is refused at promotion');

@@ -199,7 +199,7 @@ BEGIN
             v_msg := (pg_temp.pick(ARRAY(SELECT m.id FROM ember.messages AS m
                                          WHERE m.thread_id = ANY(v_threads) AND m.erased_by IS NULL), 1))[1];
             IF v_msg IS NOT NULL THEN
-                PERFORM ember.forget_messages(ARRAY[v_msg], 'schedule', v_now);
+                PERFORM ember.forget_messages('default', ARRAY[v_msg], 'schedule', v_now);
                 PERFORM pg_temp.bump('forget');
             END IF;
         ELSIF NOT pg_temp.is_sealed('d') AND v_step > p_steps / 3 THEN

@@ -156,7 +156,7 @@ SELECT is((SELECT (status, input_tokens, output_tokens, latency_ms, actions)::te
           ('completed', 300, 40, 700, 8)::text, 'the run records its status, usage, latency and actions');
 
 -- A fact whose evidence was forgotten can be retired.
-SELECT ember.forget_messages(ARRAY[:m_deploy]::bigint[], 'asked', '2030-07-03 11:00+00') IS NOT NULL AS forgot \gset
+SELECT ember.forget_messages('default', ARRAY[:m_deploy]::bigint[], 'asked', '2030-07-03 11:00+00') IS NOT NULL AS forgot \gset
 SELECT is((SELECT status FROM ember.facts WHERE id = :f_deploy), 'retired',
           '(forgetting a fact''s only evidence retires it already)');
 

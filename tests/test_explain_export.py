@@ -37,7 +37,9 @@ def _world(url: str) -> dict[str, Any]:
             "UPDATE ember.facts SET status = 'merged', merged_into = %s WHERE id IN (%s, %s)",
             (ids["merged"], ids["tea"], ids["friday"]),
         )
-        conn.execute("SELECT ember.forget_messages(ARRAY[%s]::bigint[], 'asked')", (said,))
+        conn.execute(
+            "SELECT ember.forget_messages('default', ARRAY[%s]::bigint[], 'asked')", (said,)
+        )
         ids.update(said=said, tea_row=tea, concl=concl, accept=accept)
         return ids
 

@@ -39,7 +39,9 @@ def test_forget_cancels_an_in_flight_shadow_run_and_its_submit_stores_nothing(db
         listener.execute("LISTEN ember_cancel")
 
         with psycopg.connect(db) as host:
-            forgot = host.execute("SELECT ember.forget_thread('s1', 'the user asked')").fetchone()
+            forgot = host.execute(
+                "SELECT ember.forget_thread('default', 's1', 'the user asked')"
+            ).fetchone()
             assert list(listener.notifies(timeout=0.2)) == [], "nothing is announced before commit"
             host.commit()
         assert forgot is not None and forgot[0]["runs_cancelled"] == [run]

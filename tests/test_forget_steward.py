@@ -60,7 +60,8 @@ def test_forgetting_a_row_the_steward_digested_leaves_nothing_of_it(db: str) -> 
         assert {"messages.content", "facts.text"} <= before.keys()
 
         row = conn.execute(
-            "SELECT ember.forget_messages(ARRAY[%s]::bigint[], 'the user asked')", (secret,)
+            "SELECT ember.forget_messages('default', ARRAY[%s]::bigint[], 'the user asked')",
+            (secret,),
         ).fetchone()
         assert row is not None
         result = row[0]

@@ -389,10 +389,10 @@ SELECT has_function_privilege('ember.explain_fact(bigint)', 'EXECUTE'),
 EXPORT_FACT_RECORDS: LiteralString = "SELECT record FROM ember.export_fact_records()"
 
 # `ember forget --messages`: redact messages and what was derived from them.
-FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%(ids)s, %(reason)s)"
+FORGET_MESSAGES: LiteralString = "SELECT ember.forget_messages(%(tenant)s, %(ids)s, %(reason)s)"
 
 # `ember forget --thread`: the same for a whole thread.
-FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%(thread)s, %(reason)s)"
+FORGET_THREAD: LiteralString = "SELECT ember.forget_thread(%(tenant)s, %(thread)s, %(reason)s)"
 
 # --- consolidation (issue 25) ---
 # The third pipeline: one claim, one forced tool call, one submit (functions/100_consolidation.sql).

@@ -25,6 +25,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     what.add_argument("--messages", metavar="ID[,ID...]", help="these message ids")
     forget.add_argument("--reason", required=True, help="why (kept in the history)")
     forget.add_argument(
+        "--tenant",
+        default="default",
+        metavar="TENANT",
+        help="whose thread or messages (default: default)",
+    )
+    forget.add_argument(
         "--dry-run", action="store_true", help="print what would go, and change nothing"
     )
     forget.add_argument("--json", action="store_true", help="print the SQL function's answer")
@@ -83,10 +89,12 @@ def run(args: argparse.Namespace) -> int:
     from ember.commands._db import connect
 
     if args.thread is not None:
-        query, params = queries.FORGET_THREAD, {"thread": args.thread, "reason": args.reason}
+        query = queries.FORGET_THREAD
+        params: dict[str, Any] = {"thread": args.thread, "reason": args.reason}
     else:
         ids = _ids(args.messages)
         query, params = queries.FORGET_MESSAGES, {"ids": ids, "reason": args.reason}
+    params["tenant"] = args.tenant
     result: dict[str, Any] = {}
     with connect(autocommit=False) as conn:
         try:
