@@ -37,6 +37,7 @@ import psycopg
 
 from ember import control, memory, queries
 from ember.cachemark import mark_history as _mark_history
+from ember.tenants import DEFAULT_TENANT
 from ember.tools import SHADOW_TOOL_NAME, shadow_tool_definition
 
 # --- capture ---
@@ -258,7 +259,7 @@ class MemoryTools:
         conn: psycopg.Connection[Any],
         thread_id: str,
         *,
-        tenant: str = "default",
+        tenant: str = DEFAULT_TENANT,
         embed: Any = None,
     ) -> None:
         self._memory = memory.Memory(conn, thread_id, tenant=tenant, embed=embed)
@@ -322,7 +323,7 @@ class Host:
         self,
         conn: psycopg.Connection[Any],
         *,
-        tenant: str = "default",
+        tenant: str = DEFAULT_TENANT,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.conn = conn

@@ -48,6 +48,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ember import memory
+from ember.tenants import DEFAULT_TENANT
 
 log = logging.getLogger("ember.mcp")
 
@@ -69,7 +70,7 @@ class MemoryService:
     """One database connection, used by one call at a time, as the configured viewer."""
 
     def __init__(
-        self, url: str, viewer: str, *, allow_forget: bool, embed: Any, tenant: str = "default"
+        self, url: str, viewer: str, *, allow_forget: bool, embed: Any, tenant: str = DEFAULT_TENANT
     ) -> None:
         self._url = url
         self._viewer = viewer

@@ -25,6 +25,7 @@ import psycopg
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ember import queries
+from ember.tenants import DEFAULT_TENANT
 
 # Bounds on tool input, checked before any SQL runs: an id outside bigint would reach PostgreSQL
 # as numeric and fail to match any function, and a NUL cannot be sent as text at all.
@@ -307,7 +308,7 @@ class Memory:
         conn: psycopg.Connection[Any],
         viewer: str,
         *,
-        tenant: str = "default",
+        tenant: str = DEFAULT_TENANT,
         embed: Any = None,
         allow_forget: bool = False,
     ) -> None:

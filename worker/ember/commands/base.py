@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ember.tenants import DEFAULT_TENANT
+
 EXIT_UNEXPECTED = 1
 EXIT_USAGE = 2
 EXIT_NOT_RUNNING = 3
@@ -68,6 +70,16 @@ class ArgumentParser(argparse.ArgumentParser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+
+def add_tenant_argument(parser: Any, whose: str) -> None:
+    """`--tenant TENANT`: whose data the command reads or changes (docs/tenants.md)."""
+    parser.add_argument(
+        "--tenant",
+        default=DEFAULT_TENANT,
+        metavar="TENANT",
+        help=f"{whose} (default: {DEFAULT_TENANT})",
+    )
 
 
 def checked_url() -> str:

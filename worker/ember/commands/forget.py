@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import Any
 
-from ember.commands.base import EXIT_USAGE, CliError
+from ember.commands.base import EXIT_USAGE, CliError, add_tenant_argument
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -24,12 +24,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     what.add_argument("--thread", metavar="THREAD", help="every row of this thread")
     what.add_argument("--messages", metavar="ID[,ID...]", help="these message ids")
     forget.add_argument("--reason", required=True, help="why (kept in the history)")
-    forget.add_argument(
-        "--tenant",
-        default="default",
-        metavar="TENANT",
-        help="whose thread or messages (default: default)",
-    )
+    add_tenant_argument(forget, "whose thread or messages")
     forget.add_argument(
         "--dry-run", action="store_true", help="print what would go, and change nothing"
     )

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ember.commands.base import EXIT_USAGE, CliError
+from ember.commands.base import EXIT_USAGE, CliError, add_tenant_argument
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -23,12 +23,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="NAME[=DESCRIPTION]",
         help="a content category to define (repeatable)",
     )
-    init.add_argument(
-        "--tenant",
-        default="default",
-        metavar="TENANT",
-        help="the person whose main and steward these are, created if new (default: default)",
-    )
+    add_tenant_argument(init, "the person whose main and steward these are, created if new")
     init.add_argument("--main", metavar="THREAD", help="create main with this id (if none exists)")
     init.add_argument("--main-model", metavar="MODEL", help="the model main is pinned to")
     init.add_argument(

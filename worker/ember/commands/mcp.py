@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from ember.tenants import DEFAULT_TENANT
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
@@ -23,7 +25,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--tenant",
-        default=os.environ.get("EMBER_MCP_TENANT", "default"),
+        default=os.environ.get("EMBER_MCP_TENANT", DEFAULT_TENANT),
         help="whose memory: the tenant the viewer belongs to (env EMBER_MCP_TENANT; default"
         " default)",
     )

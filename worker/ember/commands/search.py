@@ -11,6 +11,8 @@ import argparse
 import json
 from typing import Any
 
+from ember.commands.base import add_tenant_argument
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     search = sub.add_parser(
@@ -23,12 +25,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         metavar="THREAD",
         help="the thread whose model's labels decide what may be read, or 'human'",
     )
-    search.add_argument(
-        "--tenant",
-        default="default",
-        metavar="TENANT",
-        help="whose memory: the tenant the viewer belongs to (default: default)",
-    )
+    add_tenant_argument(search, "whose memory: the tenant the viewer belongs to")
     search.add_argument("--limit", type=int, default=10, help="at most this many facts (1-100)")
     search.add_argument(
         "--embed", action="store_true", help="also search by meaning, with the worker's embedder"
