@@ -239,7 +239,7 @@ def main() -> int:
         )
 
         run_id, token, outcome = submit_plan(conn)
-        submit_sql = "SELECT ember.submit_shadow_run(%s, %s, %s::jsonb)"
+        submit_sql = "SELECT ember.submit_shadow_run('default', %s, %s, %s::jsonb)"
         submits: dict[str, float] = {}
         submit_server: dict[str, tuple[float, int]] = {}
         total = conn.execute("SELECT count(*) FROM ember.messages").fetchone()[0]  # type: ignore[index]

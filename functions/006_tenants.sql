@@ -98,9 +98,20 @@ BEGIN
                 'carrier_flow_error', 'copy_messages', 'check_viewer', 'thread_hidden_reason',
                 'thread_visible', 'list_threads', 'read_thread', 'search_memory', 'visible_fact',
                 'explain_fact_as', 'recent_facts', 'forget_fact',
-                'forget_messages', 'forget_thread'
+                'forget_messages', 'forget_thread', 'shadow_backoff_until', 'shadow_thread_readiness',
+                'shadow_offer_refresh', 'shadow_offer_unpark', 'shadow_cancel_running', 'shadow_withdraw',
+                'shadow_lease_run', 'submit_shadow_run', 'extend_shadow_lease', 'release_shadow_run',
+                'shadow_run_cancel_requested', 'hot_cache_shortfall', 'forget_apply', 'forget_facts',
+                'forget_proposals', 'forget_stop_work'
             ])
             AND coalesce(p.proargnames[1], '') <> 'p_tenant'
+        UNION ALL
+        -- The worker's calls that span tenants keep their arguments and gain a tenant column.
+        SELECT p.oid::regprocedure
+        FROM pg_proc AS p
+        WHERE p.pronamespace = 'ember'::regnamespace
+            AND p.proname = ANY (ARRAY['shadow_ready', 'shadow_tick_candidates'])
+            AND NOT 'tenant_id' = ANY (coalesce(p.proargnames, '{}'))
     LOOP
         EXECUTE format('DROP ROUTINE %s', v_fn);
     END LOOP;

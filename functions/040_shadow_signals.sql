@@ -51,7 +51,7 @@ RETURNS boolean
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM ember.shadow_ready(ember.require_now(p_now), p_thread) AS r WHERE r.model IS NOT NULL) THEN
+    IF EXISTS (SELECT 1 FROM ember.shadow_ready(ember.require_now(p_now), p_tenant, p_thread) AS r WHERE r.model IS NOT NULL) THEN
         PERFORM pg_notify('ember_wake', '');
         RETURN true;
     END IF;

@@ -34,35 +34,42 @@ BEGIN
     -- the steward's current position and shadow would skip rows it never read (invariant 5).
     WITH todo AS (
         SELECT
+            t.tenant_id,
             t.id,
             EXISTS (
                 SELECT 1 FROM ember.messages AS m
-                WHERE m.thread_id = t.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
+                WHERE m.tenant_id = t.tenant_id AND m.thread_id = t.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
             ) AS digested
         FROM ember.threads AS t
         WHERE NOT ember.shadow_excluded(t.tenant_id, t.id)
-            AND NOT EXISTS (SELECT 1 FROM ember.shadow_cursors AS c WHERE c.thread_id = t.id)
+            AND NOT EXISTS (
+                SELECT 1 FROM ember.shadow_cursors AS c WHERE c.tenant_id = t.tenant_id AND c.thread_id = t.id
+            )
     ),
 
     ins AS (
-        INSERT INTO ember.shadow_cursors (thread_id, generation_id, baseline_seq, initialization, created_at)
+        INSERT INTO ember.shadow_cursors (
+            tenant_id, thread_id, generation_id, baseline_seq, initialization, created_at
+        )
         SELECT
+            todo.tenant_id,
             todo.id,
             g.id,
             coalesce(CASE
                 WHEN todo.digested THEN (
                     SELECT max(m.seq) FROM ember.messages AS m
-                    WHERE m.generation_id = g.id AND m.episode_id IS NOT NULL AND m.seq <= a.through_seq
+                    WHERE m.tenant_id = g.tenant_id AND m.generation_id = g.id AND m.episode_id IS NOT NULL
+                        AND m.seq <= a.through_seq
                 )
                 ELSE (
                     SELECT max(m.seq) FROM ember.messages AS m
-                    WHERE m.generation_id = g.id AND m.seq <= a.through_seq
+                    WHERE m.tenant_id = g.tenant_id AND m.generation_id = g.id AND m.seq <= a.through_seq
                 )
             END, 0),
             CASE WHEN todo.digested THEN 'steward' ELSE 'enabled' END,
             p_now
         FROM todo
-        INNER JOIN ember.generations AS g ON g.thread_id = todo.id
+        INNER JOIN ember.generations AS g ON g.tenant_id = todo.tenant_id AND g.thread_id = todo.id
         ON CONFLICT (tenant_id, thread_id, generation_id) DO NOTHING
         RETURNING initialization
     )

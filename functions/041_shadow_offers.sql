@@ -5,7 +5,14 @@
 -- signal, with the earliest one's time. The signals are few per thread and every writer of them
 -- holds the thread's row lock, so a row trigger that recomputes the thread's figure from its own
 -- signals (by index) is both cheap and exact.
-CREATE OR REPLACE FUNCTION ember.shadow_offer_refresh(p_thread text)
+--
+-- A new offer takes its claim round (db/migrations/0052_fair_shadow_claims.sql): the round after
+-- its tenant's last standing offer, and never one before the current round (the lowest round of
+-- the offers not parked), so a tenant that had nothing waiting joins the round being served
+-- instead of going ahead of everyone who waited. Two offers of one tenant written at once may
+-- share a round; the claim then takes the earlier signal first. An offer keeps its round while it
+-- stands.
+CREATE OR REPLACE FUNCTION ember.shadow_offer_refresh(p_tenant text, p_thread text)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
@@ -13,11 +20,18 @@ DECLARE
     v_at timestamptz;
 BEGIN
     SELECT min(s.created_at) INTO v_at
-    FROM ember.shadow_signals AS s WHERE s.thread_id = p_thread AND NOT s.deferred;
+    FROM ember.shadow_signals AS s
+    WHERE s.tenant_id = p_tenant AND s.thread_id = p_thread AND NOT s.deferred;
     IF v_at IS NULL THEN
-        DELETE FROM ember.shadow_offers WHERE thread_id = p_thread;
+        DELETE FROM ember.shadow_offers WHERE tenant_id = p_tenant AND thread_id = p_thread;
     ELSE
-        INSERT INTO ember.shadow_offers AS o (thread_id, signalled_at) VALUES (p_thread, v_at)
+        -- The round is read for a standing offer too (two index probes) and then left alone.
+        INSERT INTO ember.shadow_offers AS o (tenant_id, thread_id, signalled_at, claim_round)
+        VALUES (p_tenant, p_thread, v_at, greatest(
+            (SELECT max(x.claim_round) + 1 FROM ember.shadow_offers AS x WHERE x.tenant_id = p_tenant),
+            (SELECT min(x.claim_round) FROM ember.shadow_offers AS x WHERE x.parked_reason IS NULL),
+            1
+        ))
         ON CONFLICT (tenant_id, thread_id) DO UPDATE SET signalled_at = excluded.signalled_at
         WHERE o.signalled_at IS DISTINCT FROM excluded.signalled_at;
     END IF;
@@ -30,10 +44,12 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     IF tg_op IN ('UPDATE', 'DELETE') THEN
-        PERFORM ember.shadow_offer_refresh(old.thread_id);
+        PERFORM ember.shadow_offer_refresh(old.tenant_id, old.thread_id);
     END IF;
-    IF tg_op IN ('INSERT', 'UPDATE') AND (tg_op = 'INSERT' OR new.thread_id IS DISTINCT FROM old.thread_id) THEN
-        PERFORM ember.shadow_offer_refresh(new.thread_id);
+    IF tg_op IN ('INSERT', 'UPDATE') AND (
+        tg_op = 'INSERT' OR (new.tenant_id, new.thread_id) IS DISTINCT FROM (old.tenant_id, old.thread_id)
+    ) THEN
+        PERFORM ember.shadow_offer_refresh(new.tenant_id, new.thread_id);
     END IF;
     RETURN NULL;
 END;
@@ -46,12 +62,12 @@ FOR EACH ROW EXECUTE FUNCTION ember.shadow_signals_note_offer();
 -- A park (parked_until / parked_reason) records that the last claim to look found the thread not
 -- claimable (shadow_thread_readiness's not_ready, or no model). Each trigger below clears the
 -- parks that what it changed could have made wrong; clearing is always safe, a stale park is not.
-CREATE OR REPLACE FUNCTION ember.shadow_offer_unpark(p_thread text)
+CREATE OR REPLACE FUNCTION ember.shadow_offer_unpark(p_tenant text, p_thread text)
 RETURNS void
 LANGUAGE sql
 AS $$
     UPDATE ember.shadow_offers SET parked_until = NULL, parked_reason = NULL, parked_epoch = NULL
-    WHERE thread_id = p_thread AND parked_reason IS NOT NULL
+    WHERE tenant_id = p_tenant AND thread_id = p_thread AND parked_reason IS NOT NULL
 $$;
 
 -- Row changes of one thread's state: its runs (a run finishing, a failure counted), its turn state,
@@ -63,9 +79,9 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     IF tg_table_name = 'threads' THEN
-        PERFORM ember.shadow_offer_unpark(new.id);
+        PERFORM ember.shadow_offer_unpark(new.tenant_id, new.id);
     ELSE
-        PERFORM ember.shadow_offer_unpark(new.thread_id);
+        PERFORM ember.shadow_offer_unpark(new.tenant_id, new.thread_id);
     END IF;
     RETURN NULL;
 END;

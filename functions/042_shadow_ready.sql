@@ -10,7 +10,7 @@
 -- failure_backoff). The count is state on the generation's progress row, kept by the shadow_runs
 -- trigger (functions/080_write_state.sql), so this is one read by primary key however many runs
 -- the generation has had.
-CREATE OR REPLACE FUNCTION ember.shadow_backoff_until(p_thread text, p_generation uuid)
+CREATE OR REPLACE FUNCTION ember.shadow_backoff_until(p_tenant text, p_thread text, p_generation uuid)
 RETURNS timestamptz
 LANGUAGE plpgsql STABLE
 AS $$
@@ -20,17 +20,19 @@ DECLARE
 BEGIN
     SELECT p.failures, p.last_failed_at INTO v_failures, v_last
     FROM ember.generation_progress AS p
-    WHERE p.generation_id = p_generation AND p.thread_id = p_thread;
+    WHERE p.tenant_id = p_tenant AND p.generation_id = p_generation AND p.thread_id = p_thread;
     IF NOT FOUND THEN
         -- A generation with no rows has no progress row (and nothing to read): count its runs.
         SELECT count(*), max(r.finished_at) INTO v_failures, v_last
         FROM ember.shadow_runs AS r
-        WHERE r.thread_id = p_thread
+        WHERE r.tenant_id = p_tenant
+            AND r.thread_id = p_thread
             AND r.generation_id = p_generation
             AND (r.status = 'failed' OR (r.status = 'abandoned' AND r.error = 'lease expired'))
             AND r.id > coalesce((
                 SELECT max(c.id) FROM ember.shadow_runs AS c
-                WHERE c.thread_id = p_thread AND c.generation_id = p_generation AND c.status = 'completed'
+                WHERE c.tenant_id = p_tenant AND c.thread_id = p_thread AND c.generation_id = p_generation
+                    AND c.status = 'completed'
             ), 0);
     END IF;
     IF v_failures >= ember.setting_int('failure_backoff_after') THEN
@@ -71,9 +73,10 @@ $$;
 -- Its length: the claim asks it for every thread it picks (B3, B11), so the thread's conditions
 -- are one statement and the generation's another; a function per condition is a call per pick.
 CREATE OR REPLACE FUNCTION ember.shadow_thread_readiness(
-    p_thread text, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_thread text, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS TABLE (
+    tenant_id text,
     thread_id text,
     generation_id uuid,
     path text,
@@ -94,6 +97,7 @@ DECLARE
     v_until timestamptz;
     v_route record;
 BEGIN
+    tenant_id := p_tenant;
     thread_id := p_thread;
     -- The thread-level conditions in one statement: the claim asks this for every thread it
     -- picks, and each statement of a plpgsql function has a cost of its own.
@@ -101,20 +105,22 @@ BEGIN
         CASE
             WHEN o.signalled_at IS NULL THEN 'no standing offer'
             WHEN NOT EXISTS (SELECT 1 FROM ember.shadow_activation) THEN 'shadow is not activated'
-            WHEN ember.shadow_excluded(ember.sole_tenant(), p_thread) THEN 'a thread shadow never reads'
+            WHEN ember.shadow_excluded(p_tenant, p_thread) THEN 'a thread shadow never reads'
             WHEN EXISTS (
-                SELECT 1 FROM ember.shadow_runs AS r WHERE r.thread_id = p_thread AND r.status = 'running'
+                SELECT 1 FROM ember.shadow_runs AS r
+                WHERE r.tenant_id = p_tenant AND r.thread_id = p_thread AND r.status = 'running'
             ) THEN 'a run is running'
             WHEN EXISTS (
                 SELECT 1 FROM ember.shadow_thread_state AS st
-                WHERE st.thread_id = p_thread AND st.turn_running AND NOT st.waiting_user
+                WHERE st.tenant_id = p_tenant AND st.thread_id = p_thread AND st.turn_running AND NOT st.waiting_user
             ) THEN 'a turn is running'
         END,
         o.signalled_at
     INTO not_ready, signalled_at
     FROM (
         SELECT min(s.created_at) AS signalled_at
-        FROM ember.shadow_signals AS s WHERE s.thread_id = p_thread AND NOT s.deferred
+        FROM ember.shadow_signals AS s
+        WHERE s.tenant_id = p_tenant AND s.thread_id = p_thread AND NOT s.deferred
     ) AS o;
     IF not_ready IS NOT NULL THEN
         signalled_at := NULL;
@@ -137,7 +143,8 @@ BEGIN
             SELECT pf.model
             FROM ember.shadow_prefixes AS pf
             INNER JOIN ember.models AS md ON md.id = pf.model
-            WHERE pf.thread_id = p_thread
+            WHERE pf.tenant_id = p_tenant
+                AND pf.thread_id = p_thread
                 AND pf.generation_id = gn.id
                 AND gn.ended_at IS NULL
                 AND pf.has_shadow_tool
@@ -146,8 +153,8 @@ BEGIN
         ) AS hot_model
     INTO g
     FROM ember.generation_progress AS p
-    INNER JOIN ember.generations AS gn ON gn.id = p.generation_id
-    WHERE p.thread_id = p_thread AND p.unread
+    INNER JOIN ember.generations AS gn ON gn.tenant_id = p.tenant_id AND gn.id = p.generation_id
+    WHERE p.tenant_id = p_tenant AND p.thread_id = p_thread AND p.unread
     ORDER BY gn.ordinal
     LIMIT 1;
     IF NOT FOUND THEN
@@ -180,7 +187,7 @@ BEGIN
         END IF;
     END IF;
     reasons := ARRAY(
-        SELECT s.reason FROM ember.shadow_signals AS s WHERE s.thread_id = p_thread
+        SELECT s.reason FROM ember.shadow_signals AS s WHERE s.tenant_id = p_tenant AND s.thread_id = p_thread
         GROUP BY s.reason ORDER BY min(s.created_at), s.reason
     );
     RETURN NEXT;
@@ -207,11 +214,13 @@ $$;
 -- The rule for one thread is shadow_thread_readiness(); this lists it for every thread with a
 -- standing offer, read from the signals themselves (not from the claim's shadow_offers), so it
 -- is also the from-scratch answer the maintained offers are tested against.
--- p_thread limits the answer to one thread.
+-- It spans tenants (the worker's claims do); p_tenant limits the answer to one tenant, and
+-- p_tenant with p_thread to one thread.
 CREATE OR REPLACE FUNCTION ember.shadow_ready(
-    p_now timestamptz DEFAULT clock_timestamp(), p_thread text DEFAULT NULL
+    p_now timestamptz DEFAULT clock_timestamp(), p_tenant text DEFAULT NULL, p_thread text DEFAULT NULL
 )
 RETURNS TABLE (
+    tenant_id text,
     thread_id text,
     generation_id uuid,
     path text,
@@ -228,10 +237,14 @@ AS $$
 BEGIN
     PERFORM ember.require_now(p_now);
     IF p_thread IS NOT NULL THEN
+        IF p_tenant IS NULL THEN
+            RAISE EXCEPTION 'shadow_ready: a thread is named within its tenant; p_tenant is missing'
+                USING ERRCODE = 'EM151';
+        END IF;
         RETURN QUERY
-        SELECT r.thread_id, r.generation_id, r.path, r.model, r.waiting_for, r.reasons,
+        SELECT r.tenant_id, r.thread_id, r.generation_id, r.path, r.model, r.waiting_for, r.reasons,
             r.from_seq, r.through_seq, r.signalled_at
-        FROM ember.shadow_thread_readiness(p_thread, p_now) AS r
+        FROM ember.shadow_thread_readiness(p_tenant, p_thread, p_now) AS r
         WHERE r.not_ready IS NULL;
         RETURN;
     END IF;
@@ -239,13 +252,16 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    SELECT r.thread_id, r.generation_id, r.path, r.model, r.waiting_for, r.reasons,
+    SELECT r.tenant_id, r.thread_id, r.generation_id, r.path, r.model, r.waiting_for, r.reasons,
         r.from_seq, r.through_seq, r.signalled_at
     FROM (
-        SELECT DISTINCT s.thread_id FROM ember.shadow_signals AS s WHERE NOT s.deferred
+        SELECT DISTINCT s.tenant_id, s.thread_id FROM ember.shadow_signals AS s
+        WHERE NOT s.deferred AND (p_tenant IS NULL OR s.tenant_id = p_tenant)
     ) AS o
-    CROSS JOIN LATERAL ember.shadow_thread_readiness(o.thread_id, p_now) AS r
+    CROSS JOIN LATERAL ember.shadow_thread_readiness(o.tenant_id, o.thread_id, p_now) AS r
+    -- Only for the order: the claim's, hot first, then by claim round (041_shadow_offers.sql).
+    LEFT JOIN ember.shadow_offers AS so ON so.tenant_id = r.tenant_id AND so.thread_id = r.thread_id
     WHERE r.not_ready IS NULL
-    ORDER BY (r.path = 'hot') DESC, r.signalled_at, r.thread_id;
+    ORDER BY (r.path = 'hot') DESC, so.claim_round, r.signalled_at, r.tenant_id, r.thread_id;
 END;
 $$;

@@ -23,6 +23,13 @@
 -- rest). A thread found not claimable is parked on its offer (shadow_offers.parked_*) under its
 -- lock, so the next claims pass over it until something it depends on changes
 -- (functions/041_shadow_offers.sql); it is never consulted by computing shadow_ready() for all.
+--
+-- Tenants. A claim spans tenants, and its plan names the one it took. The walk goes by claim
+-- round first (each offer's, set when it was made: functions/041_shadow_offers.sql), so every
+-- tenant with work is served once a round, and a tenant with 10,000 threads waiting cannot starve
+-- one with a single thread. With setting tenant_max_running_runs above 0, a tenant with that many
+-- runs in flight is passed over: the count is taken under a transaction lock of the tenant's, so
+-- two claims cannot both take its last place.
 
 -- Its length: one claim under one lock, in the order it must happen (pick and park, hot re-check,
 -- model lock, run insert, payload); it is benchmarked (B3, B11), and each split is a call per claim.
@@ -33,7 +40,10 @@ RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
 DECLARE
+    v_tenant text;
     v_thread text;
+    v_cap integer;
+    v_capped text[] := '{}';
     v_pass integer;
     v_cursor refcursor;
     v_epoch bigint;
@@ -66,15 +76,16 @@ BEGIN
     END IF;
     -- Read before any readiness is decided, and recorded with each park (shadow_park_epoch).
     SELECT e.epoch INTO v_epoch FROM ember.shadow_park_epoch AS e;
+    v_cap := ember.setting_int('tenant_max_running_runs');
 
-    -- Hot candidates first, then every offer; oldest signal first within each pass. Each
+    -- Hot candidates first, then every offer; by round, then oldest signal, within each pass. Each
     -- candidate is locked (SKIP LOCKED: another claimer has it, or a write to it is open) and its
     -- readiness decided under the lock. A thread that is not claimable is parked on its offer
     -- with the reason; one found cold in the hot pass is left for the second pass, in its turn.
     FOR v_pass IN 1..2 LOOP
         IF v_pass = 1 THEN
             OPEN v_cursor FOR
-                SELECT o.thread_id
+                SELECT o.tenant_id, o.thread_id
                 FROM ember.shadow_prefixes AS p
                 INNER JOIN ember.models AS md ON md.id = p.model
                 INNER JOIN ember.shadow_offers AS o ON o.tenant_id = p.tenant_id AND o.thread_id = p.thread_id
@@ -82,21 +93,33 @@ BEGIN
                     AND p.request_started_at > p_now - (SELECT max(m.cache_ttl) FROM ember.models AS m)
                     AND p_now < p.request_started_at + md.cache_ttl
                     AND (o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch)
-                ORDER BY o.signalled_at, o.thread_id;
+                ORDER BY o.claim_round, o.signalled_at, o.tenant_id, o.thread_id;
         ELSE
             OPEN v_cursor FOR
-                SELECT o.thread_id
+                SELECT o.tenant_id, o.thread_id
                 FROM ember.shadow_offers AS o
                 WHERE o.parked_until IS NULL OR o.parked_until <= p_now OR o.parked_epoch <> v_epoch
-                ORDER BY o.signalled_at, o.thread_id;
+                ORDER BY o.claim_round, o.signalled_at, o.tenant_id, o.thread_id;
         END IF;
         LOOP
-            FETCH v_cursor INTO v_thread;
+            FETCH v_cursor INTO v_tenant, v_thread;
             EXIT WHEN NOT FOUND;
-            PERFORM 1 FROM ember.threads AS t WHERE t.id = v_thread FOR UPDATE SKIP LOCKED;
+            CONTINUE WHEN v_tenant = ANY (v_capped);
+            PERFORM 1 FROM ember.threads AS t WHERE t.tenant_id = v_tenant AND t.id = v_thread FOR UPDATE SKIP LOCKED;
             CONTINUE WHEN NOT FOUND;
-            SELECT * INTO r FROM ember.shadow_thread_readiness(v_thread, p_now) AS rd;
+            SELECT * INTO r FROM ember.shadow_thread_readiness(v_tenant, v_thread, p_now) AS rd;
             IF r.not_ready IS NULL AND r.model IS NOT NULL THEN
+                IF v_cap > 0 AND (v_pass = 2 OR r.path = 'hot') THEN
+                    -- Not parked: the tenant's cap frees when one of its runs ends, not this thread.
+                    PERFORM pg_advisory_xact_lock(hashtext('ember.tenant_running_runs'), hashtext(v_tenant));
+                    IF (
+                        SELECT count(*) FROM ember.shadow_runs AS sr
+                        WHERE sr.tenant_id = v_tenant AND sr.status = 'running'
+                    ) >= v_cap THEN
+                        v_capped := v_capped || v_tenant;
+                        CONTINUE;
+                    END IF;
+                END IF;
                 v_found := v_pass = 2 OR r.path = 'hot';
                 EXIT WHEN v_found;
             ELSIF r.not_ready IS DISTINCT FROM 'no standing offer' THEN
@@ -104,7 +127,7 @@ BEGIN
                     parked_until = coalesce(r.not_ready_until, 'infinity'),
                     parked_reason = coalesce(r.not_ready, r.waiting_for),
                     parked_epoch = v_epoch
-                WHERE thread_id = v_thread;
+                WHERE tenant_id = v_tenant AND thread_id = v_thread;
             END IF;
         END LOOP;
         CLOSE v_cursor;
@@ -119,7 +142,8 @@ BEGIN
     IF v_path = 'hot' THEN
         -- The pick read readiness before it held the thread: a prefix dropped in between (by
         -- tick() or a human row, both under the thread lock) is gone now, so go cold.
-        SELECT * INTO pf FROM ember.shadow_prefixes AS p WHERE p.thread_id = v_thread FOR SHARE;
+        SELECT * INTO pf FROM ember.shadow_prefixes AS p
+        WHERE p.tenant_id = v_tenant AND p.thread_id = v_thread FOR SHARE;
         IF NOT FOUND THEN
             v_path := 'cold';
             v_model := (ember.shadow_light_model(r.generation_id)).model;
@@ -131,7 +155,7 @@ BEGIN
 
     SELECT array_agg(m.id ORDER BY m.seq), max(m.seq) INTO v_ids, v_through
     FROM ember.messages AS m
-    WHERE m.generation_id = r.generation_id AND m.seq > r.from_seq;
+    WHERE m.tenant_id = v_tenant AND m.generation_id = r.generation_id AND m.seq > r.from_seq;
     IF v_ids IS NULL THEN
         RETURN NULL;
     END IF;
@@ -155,7 +179,8 @@ BEGIN
                 CASE WHEN x.created_at > pf.request_started_at
                      THEN row_number() OVER (PARTITION BY x.created_at > pf.request_started_at ORDER BY x.seq)
                 END AS after
-            FROM ember.messages AS x WHERE x.generation_id = r.generation_id AND x.seq <= v_through
+            FROM ember.messages AS x
+            WHERE x.tenant_id = v_tenant AND x.generation_id = r.generation_id AND x.seq <= v_through
         ) AS g
         WHERE g.id = ANY (v_ids);
         v_prediction := ember.shadow_cost_prediction(r.generation_id, v_ids, v_model, pf.response, v_rows, NULL);
@@ -187,13 +212,13 @@ BEGIN
     END IF;
 
     INSERT INTO ember.shadow_runs (
-        thread_id, generation_id, path, model, reason, from_seq, through_seq,
+        tenant_id, thread_id, generation_id, path, model, reason, from_seq, through_seq,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h,
         price_cache_read, started_at, worker, lease_token, lease_expires_at,
         predicted_hot_usd, predicted_cold_usd, cost_prediction
     )
     SELECT
-        v_thread, r.generation_id, v_path, md.id, array_to_string(r.reasons, ','), r.from_seq, v_through,
+        v_tenant, v_thread, r.generation_id, v_path, md.id, array_to_string(r.reasons, ','), r.from_seq, v_through,
         md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m, md.price_cache_write_1h,
         md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease,
         (v_prediction ->> 'hot_usd')::numeric, (v_prediction ->> 'cold_usd')::numeric, v_prediction
@@ -206,12 +231,13 @@ BEGIN
     -- ended generation of the thread is still unread, the completion offers the thread again
     -- (shadow_runs_note_progress, functions/080_write_state.sql), so consecutive claims read a
     -- thread's unread generations one after another without waiting for tick().
-    DELETE FROM ember.shadow_signals WHERE thread_id = v_thread;
+    DELETE FROM ember.shadow_signals WHERE tenant_id = v_tenant AND thread_id = v_thread;
 
     v_plan := jsonb_build_object(
         'run_id', v_run.id,
         'lease_token', v_run.lease_token,
         'lease_expires_at', v_run.lease_expires_at,
+        'tenant', v_tenant,
         'thread_id', v_thread,
         'generation_id', r.generation_id,
         'path', v_path,

@@ -14,7 +14,7 @@
 -- reason to hold rights on; hence the pinned search_path.
 -- Ask the thread's running shadow run to stop: flagged cancel_requested, and NOTIFY ember_cancel
 -- with its id. The part of a withdrawal that a thread ending needs on its own.
-CREATE OR REPLACE FUNCTION ember.shadow_cancel_running(p_thread text)
+CREATE OR REPLACE FUNCTION ember.shadow_cancel_running(p_tenant text, p_thread text)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
@@ -23,7 +23,7 @@ DECLARE
 BEGIN
     FOR v_run IN
         UPDATE ember.shadow_runs SET cancel_requested = true
-        WHERE thread_id = p_thread AND status = 'running'
+        WHERE tenant_id = p_tenant AND thread_id = p_thread AND status = 'running'
         RETURNING id
     LOOP
         PERFORM pg_notify('ember_cancel', v_run::text);
@@ -34,14 +34,14 @@ $$;
 -- Withdraw a thread's shadow work: its offers, its prefix, and its running run (flagged, and
 -- NOTIFY ember_cancel with the run id). The caller holds the thread's row lock, so a claim or a
 -- submit of the same thread sees either all of this or none of it.
-CREATE OR REPLACE FUNCTION ember.shadow_withdraw(p_thread text)
+CREATE OR REPLACE FUNCTION ember.shadow_withdraw(p_tenant text, p_thread text)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    DELETE FROM ember.shadow_signals WHERE thread_id = p_thread;
-    DELETE FROM ember.shadow_prefixes WHERE thread_id = p_thread;
-    PERFORM ember.shadow_cancel_running(p_thread);
+    DELETE FROM ember.shadow_signals WHERE tenant_id = p_tenant AND thread_id = p_thread;
+    DELETE FROM ember.shadow_prefixes WHERE tenant_id = p_tenant AND thread_id = p_thread;
+    PERFORM ember.shadow_cancel_running(p_tenant, p_thread);
 END;
 $$;
 
@@ -59,17 +59,17 @@ DECLARE
     r record;
 BEGIN
     FOR r IN
-        SELECT n.thread_id, max(n.created_at) AS last_at
+        SELECT n.tenant_id, n.thread_id, max(n.created_at) AS last_at
         FROM new_rows AS n
         WHERE n.role = 'user' AND n.author = 'human'
-        GROUP BY n.thread_id
-        ORDER BY n.thread_id
+        GROUP BY n.tenant_id, n.thread_id
+        ORDER BY n.tenant_id, n.thread_id
     LOOP
-        PERFORM ember.shadow_withdraw(r.thread_id);
+        PERFORM ember.shadow_withdraw(r.tenant_id, r.thread_id);
         -- The user answered: a turn blocked on the user is no longer waiting (and is busy again).
         UPDATE ember.shadow_thread_state
         SET waiting_user = false, last_activity_at = greatest(last_activity_at, r.last_at)
-        WHERE thread_id = r.thread_id;
+        WHERE tenant_id = r.tenant_id AND thread_id = r.thread_id;
     END LOOP;
     RETURN NULL;
 END;
@@ -94,7 +94,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, ember, pg_temp
 AS $$
 BEGIN
-    PERFORM ember.shadow_withdraw(new.id);
+    PERFORM ember.shadow_withdraw(new.tenant_id, new.id);
     RETURN NULL;
 END;
 $$;
@@ -117,9 +117,9 @@ LANGUAGE plpgsql
 AS $$
 BEGIN
     IF new.status = 'archived' THEN
-        PERFORM ember.shadow_withdraw(new.id);
+        PERFORM ember.shadow_withdraw(new.tenant_id, new.id);
     ELSE
-        PERFORM ember.shadow_cancel_running(new.id);
+        PERFORM ember.shadow_cancel_running(new.tenant_id, new.id);
     END IF;
     RETURN NULL;
 END;

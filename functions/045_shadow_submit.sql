@@ -156,7 +156,9 @@ $$;
 --
 -- Its length: the lease and status guards, then the run's update and the proposals, all under the
 -- one lock order (thread, then run) that a split would restate in each part; benchmarked (B3, B11).
-CREATE OR REPLACE FUNCTION ember.submit_shadow_run(p_run bigint, p_lease_token uuid, p_outcome jsonb)
+CREATE OR REPLACE FUNCTION ember.submit_shadow_run(
+    p_tenant text, p_run bigint, p_lease_token uuid, p_outcome jsonb
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -176,17 +178,19 @@ DECLARE
     v_rejected integer := 0;
     v_prompt text;
 BEGIN
-    SELECT sr.thread_id INTO v_thread FROM ember.shadow_runs AS sr WHERE sr.id = p_run;
+    SELECT sr.thread_id INTO v_thread FROM ember.shadow_runs AS sr WHERE sr.tenant_id = p_tenant AND sr.id = p_run;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown shadow run %', p_run USING ERRCODE = 'EM040';
+        RAISE EXCEPTION 'unknown shadow run % of tenant %', p_run, coalesce(quote_literal(p_tenant), 'none')
+            USING ERRCODE = 'EM040';
     END IF;
     -- Lock order thread, then run: the same order as a human message's cancel (append_message
     -- locks the thread, then flags the thread's running run). Locking the run first would
     -- deadlock against it, because inserting a proposal takes a key-share lock on the thread
     -- through its foreign key. With this order a submit and a cancel simply take turns: the
     -- run is either cancelled with no proposals or completed before the cancel, never a mix.
-    PERFORM 1 FROM ember.threads AS t WHERE t.id = v_thread FOR SHARE;
-    SELECT * INTO r FROM ember.shadow_runs AS sr WHERE sr.id = p_run FOR UPDATE;
+    PERFORM 1 FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.id = v_thread FOR SHARE;
+    SELECT * INTO r FROM ember.shadow_runs AS sr
+    WHERE sr.tenant_id = p_tenant AND sr.id = p_run AND sr.thread_id = v_thread FOR UPDATE;
 
     IF r.status <> 'running' THEN
         RAISE EXCEPTION 'shadow run % is %, not running: its outcome cannot be recorded', p_run, r.status
@@ -224,7 +228,7 @@ BEGIN
     -- Flagged by a human message, or by sealing the thread (both through shadow_withdraw).
     IF r.cancel_requested THEN
         v_status := 'cancelled';
-        v_error := CASE WHEN ember.is_isolated(r.thread_id) THEN 'thread-isolated' ELSE 'interrupted-by-user' END;
+        v_error := CASE WHEN ember.is_isolated(r.tenant_id, r.thread_id) THEN 'thread-isolated' ELSE 'interrupted-by-user' END;
     ELSE
         v_status := p_outcome ->> 'status';
         v_error := p_outcome ->> 'error';
@@ -242,7 +246,7 @@ BEGIN
         cache_diagnostics = nullif(p_outcome -> 'diagnostics', 'null'::jsonb),
         prompt_sha256 = v_prompt,
         finished_at = v_now
-    WHERE id = p_run;
+    WHERE tenant_id = r.tenant_id AND id = r.id AND thread_id = r.thread_id;
 
     IF v_status = 'completed' THEN
         -- The categories the shadow call carried: what its generation had read.
@@ -252,7 +256,7 @@ BEGIN
         -- the replayed prefix and the question's row list held. And the generation itself.
         v_seen := ARRAY(
             SELECT m.id FROM ember.messages AS m
-            WHERE m.generation_id = r.generation_id AND m.seq <= r.through_seq
+            WHERE m.tenant_id = r.tenant_id AND m.generation_id = r.generation_id AND m.seq <= r.through_seq
                 AND (r.path = 'hot' OR m.seq > r.from_seq)
         );
         FOR p, i IN
@@ -260,10 +264,10 @@ BEGIN
         LOOP
             v_reason := ember.shadow_proposal_error(r.thread_id, p, v_seen, ARRAY[r.generation_id]);
             INSERT INTO ember.shadow_proposals (
-                run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence,
+                tenant_id, run_id, thread_id, generation_id, ordinal, text, evidence_kind, evidence,
                 categories, validation_error, created_at
             ) VALUES (
-                p_run, r.thread_id, r.generation_id, i::integer,
+                r.tenant_id, p_run, r.thread_id, r.generation_id, i::integer,
                 CASE WHEN jsonb_typeof(p -> 'text') = 'string' THEN p ->> 'text' END,
                 CASE WHEN jsonb_typeof(p -> 'evidence_kind') = 'string' THEN p ->> 'evidence_kind' END,
                 CASE WHEN jsonb_typeof(p) = 'object' THEN p -> 'evidence' END,
@@ -276,7 +280,7 @@ BEGIN
         END LOOP;
         -- The stored rows decide: the bounds trigger (056_output_bounds.sql) may reject more.
         SELECT count(*) INTO v_rejected FROM ember.shadow_proposals AS sp
-        WHERE sp.run_id = p_run AND sp.validation_error IS NOT NULL;
+        WHERE sp.tenant_id = r.tenant_id AND sp.run_id = p_run AND sp.validation_error IS NOT NULL;
     END IF;
 
     RETURN jsonb_build_object(

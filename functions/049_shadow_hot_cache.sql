@@ -65,7 +65,7 @@ DECLARE
     p ember.shadow_prefixes;
 BEGIN
     SELECT * INTO p FROM ember.shadow_prefixes AS x
-    WHERE x.thread_id = new.thread_id AND x.generation_id = new.generation_id;
+    WHERE x.tenant_id = new.tenant_id AND x.thread_id = new.thread_id AND x.generation_id = new.generation_id;
     IF FOUND THEN
         new.prefix_input_tokens := ember.response_input_tokens(p.response);
         new.prefix_cache_marked := ember.request_marks_last_message(p.request);
@@ -119,11 +119,11 @@ AS $$
 $$;
 
 -- The check for one run, for the worker's metric after it submits a hot run.
-CREATE OR REPLACE FUNCTION ember.hot_cache_shortfall(p_run bigint)
+CREATE OR REPLACE FUNCTION ember.hot_cache_shortfall(p_tenant text, p_run bigint)
 RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
-    SELECT ember.hot_cache_check(r) FROM ember.shadow_runs AS r WHERE r.id = p_run
+    SELECT ember.hot_cache_check(r) FROM ember.shadow_runs AS r WHERE r.tenant_id = p_tenant AND r.id = p_run
 $$;
 
 -- What each cause means, in one line, for ember status and the worker's log.

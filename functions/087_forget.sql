@@ -30,7 +30,7 @@
 -- Returns the facts kept with their remaining evidence, the ones retired (and their texts, to
 -- find them quoted in the steward's record), and the ones re-checked along a merge and kept.
 CREATE OR REPLACE FUNCTION ember.forget_facts(
-    p_erased bigint[], p_gens uuid[], p_now timestamptz,
+    p_tenant text, p_erased bigint[], p_gens uuid[], p_now timestamptz,
     OUT facts_kept jsonb, OUT facts_retired bigint[], OUT retired_texts text[], OUT facts_rechecked bigint[]
 )
 LANGUAGE plpgsql
@@ -52,7 +52,7 @@ BEGIN
     -- times rows.
     WITH gone AS (
         DELETE FROM ember.fact_evidence AS e
-        WHERE e.message_id = ANY(p_erased) OR e.generation_id = ANY(p_gens)
+        WHERE e.tenant_id = p_tenant AND (e.message_id = ANY(p_erased) OR e.generation_id = ANY(p_gens))
         RETURNING e.fact_id
     )
     SELECT coalesce(array_agg(DISTINCT gone.fact_id), '{}') INTO v_shrunk FROM gone;
@@ -65,10 +65,10 @@ BEGIN
                     CASE WHEN e.message_id IS NOT NULL THEN jsonb_build_object('message_id', e.message_id)
                          ELSE jsonb_build_object('generation_id', e.generation_id) END
                     ORDER BY e.ordinal)
-                FROM ember.fact_evidence AS e WHERE e.fact_id = x.id
+                FROM ember.fact_evidence AS e WHERE e.tenant_id = x.tenant_id AND e.fact_id = x.id
             ), '[]') AS remaining
             FROM ember.facts AS x
-            WHERE x.id = ANY(v_check) AND x.text IS NOT NULL
+            WHERE x.tenant_id = p_tenant AND x.id = ANY(v_check) AND x.text IS NOT NULL
             ORDER BY x.id
             FOR UPDATE OF x
         LOOP
@@ -88,12 +88,12 @@ BEGIN
         -- The merge targets of the facts about to be retired are re-checked next.
         v_check := ARRAY(
             SELECT DISTINCT x.merged_into FROM ember.facts AS x
-            WHERE x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL AND NOT x.merged_into = ANY(v_seen)
+            WHERE x.tenant_id = p_tenant AND x.id = ANY(v_new_retired) AND x.merged_into IS NOT NULL AND NOT x.merged_into = ANY(v_seen)
         );
         UPDATE ember.facts AS x
         SET status = 'retired', retired_reason = 'source-forgotten', merged_into = NULL,
             text = NULL, embedding = NULL, updated_at = greatest(p_now, x.updated_at)
-        WHERE x.id = ANY(v_new_retired);
+        WHERE x.tenant_id = p_tenant AND x.id = ANY(v_new_retired);
         facts_retired := facts_retired || v_new_retired;
         v_new_retired := '{}';
     END LOOP;
@@ -102,7 +102,7 @@ BEGIN
     UPDATE ember.fact_history AS h
     SET detail = NULL,
         retired_reason = CASE WHEN h.retired_reason = 'source-forgotten' THEN h.retired_reason END
-    WHERE h.fact_id = ANY(facts_retired) AND h.change <> 'forgotten'
+    WHERE h.tenant_id = p_tenant AND h.fact_id = ANY(facts_retired) AND h.change <> 'forgotten'
         AND (h.detail IS NOT NULL OR h.retired_reason IS DISTINCT FROM 'source-forgotten')
         AND (h.detail IS NOT NULL OR h.retired_reason IS NOT NULL);
 END;
@@ -111,7 +111,7 @@ $$;
 -- Forget's shadow proposals: those of the touched threads (p_threads) that cite an erased row are
 -- re-checked on what they have left; returns the ones erased and the ones kept.
 CREATE OR REPLACE FUNCTION ember.forget_proposals(
-    p_forgetting bigint, p_threads text[], p_erased bigint[], p_gens uuid[],
+    p_tenant text, p_forgetting bigint, p_threads text[], p_erased bigint[], p_gens uuid[],
     OUT proposals_erased bigint[], OUT proposals_kept bigint[]
 )
 LANGUAGE plpgsql
@@ -124,7 +124,7 @@ BEGIN
     proposals_kept := '{}';
     FOR p IN
         SELECT sp.* FROM ember.shadow_proposals AS sp
-        WHERE sp.thread_id = ANY(p_threads) AND sp.forgotten_by IS NULL
+        WHERE sp.tenant_id = p_tenant AND sp.thread_id = ANY(p_threads) AND sp.forgotten_by IS NULL
             AND jsonb_typeof(sp.evidence) = 'array'
             AND EXISTS (
                 SELECT 1 FROM jsonb_array_elements(sp.evidence) AS x (v)
@@ -143,26 +143,28 @@ BEGIN
                 OR (jsonb_typeof(x.v) = 'object' AND (x.v ->> 'generation_id') = ANY(p_gens::text[])),
                 false)
         );
-        IF ember.is_isolated(p.thread_id) THEN
+        IF ember.is_isolated(p_tenant, p.thread_id) THEN
             -- Sealed since it was proposed: the proposal guard refuses any change to a row of an
             -- isolated thread, and the comparison never reads one, so the row goes whole.
             -- Its judged pairs go with it (a foreign key cascaded this before migration 0036:
             -- judged_pairs stays on the coordinator, which cannot point into a distributed table).
-            DELETE FROM ember.judged_pairs WHERE proposal_id = p.id;
+            DELETE FROM ember.judged_pairs WHERE tenant_id = p_tenant AND proposal_id = p.id;
             -- And the record of its promotion, if a cut-over promoted it: the fact it wrote keeps
             -- shadow_proposal_id (no foreign key) and is re-checked as every fact is.
-            DELETE FROM ember.cutover_promotions WHERE proposal_id = p.id AND thread_id = p.thread_id;
-            DELETE FROM ember.shadow_proposals WHERE id = p.id AND thread_id = p.thread_id;
+            DELETE FROM ember.cutover_promotions
+            WHERE tenant_id = p_tenant AND proposal_id = p.id AND thread_id = p.thread_id;
+            DELETE FROM ember.shadow_proposals WHERE tenant_id = p_tenant AND id = p.id AND thread_id = p.thread_id;
             proposals_erased := proposals_erased || p.id;
         ELSIF p.validation_error IS NULL AND jsonb_array_length(v_remaining) > 0
            AND ember.check_evidence(p.thread_id, p.evidence_kind, v_remaining, true) IS NULL THEN
-            UPDATE ember.shadow_proposals SET evidence = v_remaining WHERE id = p.id;
+            UPDATE ember.shadow_proposals SET evidence = v_remaining
+            WHERE tenant_id = p_tenant AND id = p.id AND thread_id = p.thread_id;
             proposals_kept := proposals_kept || p.id;
         ELSE
             UPDATE ember.shadow_proposals
             SET text = NULL, embedding = NULL, forgotten_by = p_forgetting,
                 validation_error = 'source-forgotten'
-            WHERE id = p.id;
+            WHERE tenant_id = p_tenant AND id = p.id AND thread_id = p.thread_id;
             proposals_erased := proposals_erased || p.id;
         END IF;
     END LOOP;
@@ -172,7 +174,7 @@ $$;
 -- Forget's work in flight: each touched thread is withdrawn from shadow (its running run asked to
 -- stop), and a running steward run that read an erased row is failed; returns both lists of runs.
 CREATE OR REPLACE FUNCTION ember.forget_stop_work(
-    p_threads text[], p_erased bigint[], p_now timestamptz,
+    p_tenant text, p_threads text[], p_erased bigint[], p_now timestamptz,
     OUT runs_cancelled bigint[], OUT steward_runs_cancelled bigint[]
 )
 LANGUAGE plpgsql
@@ -180,10 +182,10 @@ AS $$
 BEGIN
     steward_runs_cancelled := '{}';
     -- Work in flight on the touched threads stops: prefixes and offers dropped, runs cancelled.
-    PERFORM ember.shadow_withdraw(t) FROM unnest(p_threads) AS t;
+    PERFORM ember.shadow_withdraw(p_tenant, t) FROM unnest(p_threads) AS t;
     runs_cancelled := ARRAY(
         SELECT r.id FROM ember.shadow_runs AS r
-        WHERE r.thread_id = ANY(p_threads) AND r.status = 'running' AND r.cancel_requested
+        WHERE r.tenant_id = p_tenant AND r.thread_id = ANY(p_threads) AND r.status = 'running' AND r.cancel_requested
         ORDER BY r.id
     );
     IF to_regclass('ember.steward_runs') IS NOT NULL THEN
@@ -191,7 +193,7 @@ BEGIN
             UPDATE ember.steward_runs
             SET status = 'failed', error = 'cancelled: rows it read were forgotten',
                 finished_at = greatest(p_now, started_at)
-            WHERE status = 'running'
+            WHERE tenant_id = p_tenant AND status = 'running'
                 AND EXISTS (SELECT 1 FROM unnest(read_message_ids) AS x (id)
                             INNER JOIN unnest(p_erased) AS e (id) ON e.id = x.id)
             RETURNING id
@@ -204,7 +206,9 @@ $$;
 -- Validates nothing: the caller (forget_messages or forget_thread) has checked its input.
 -- p_ids are rows not yet erased and not the steward's. Returns the jsonb report. The steps run in
 -- the order the cascade above states, all under the erasing setting set here.
-CREATE OR REPLACE FUNCTION ember.forget_apply(p_forgetting bigint, p_ids bigint[], p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.forget_apply(
+    p_tenant text, p_forgetting bigint, p_ids bigint[], p_now timestamptz
+)
 RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -225,44 +229,48 @@ BEGIN
     -- Copies are the same text.
     v_erased := p_ids || ARRAY(
         SELECT m.id FROM ember.messages AS m
-        WHERE m.copied_from = ANY(p_ids) AND m.erased_by IS NULL AND NOT m.id = ANY(p_ids)
-            AND NOT ember.is_steward_thread(m.thread_id)
+        WHERE m.tenant_id = p_tenant AND m.copied_from = ANY(p_ids) AND m.erased_by IS NULL
+            AND NOT m.id = ANY(p_ids) AND NOT ember.is_steward_thread(p_tenant, m.thread_id)
     );
-    v_threads := ARRAY(SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
+    v_threads := ARRAY(
+        SELECT DISTINCT m.thread_id FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(v_erased)
+    );
     -- Appends to these threads wait until this commits (append_message locks the thread row).
-    PERFORM 1 FROM ember.threads AS t WHERE t.id = ANY(v_threads) ORDER BY t.id FOR UPDATE;
+    PERFORM 1 FROM ember.threads AS t WHERE t.tenant_id = p_tenant AND t.id = ANY(v_threads) ORDER BY t.id FOR UPDATE;
 
     -- What these rows said, to find it quoted in the steward's record; then the tombstones.
     SELECT array_agg(m.id ORDER BY m.id), array_agg(m.content ORDER BY m.id), min(m.created_at)
     INTO v_erased, v_contents, v_since
-    FROM ember.messages AS m WHERE m.id = ANY(v_erased);
+    FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(v_erased);
     UPDATE ember.messages AS m
     SET content = ember.forget_tombstone(),
         blocks = NULL,
         tool_call_id = CASE WHEN m.tool_call_id IS NOT NULL THEN 'forgotten' END,
         tool_name = CASE WHEN m.tool_name IS NOT NULL THEN 'forgotten' END,
         erased_by = p_forgetting
-    WHERE m.id = ANY(v_erased);
+    WHERE m.tenant_id = p_tenant AND m.id = ANY(v_erased);
 
     -- Generations with an erased row: a pointer at the whole generation no longer stands.
-    v_gens := ARRAY(SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.id = ANY(v_erased));
+    v_gens := ARRAY(
+        SELECT DISTINCT m.generation_id FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(v_erased)
+    );
 
-    f := ember.forget_facts(v_erased, v_gens, p_now);
+    f := ember.forget_facts(p_tenant, v_erased, v_gens, p_now);
 
     v_steward_rows := ember.forget_steward_record(
         v_erased, v_contents, f.facts_retired, f.retired_texts, v_since,
-        least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.id = ANY(f.facts_retired)))
+        least(v_since, (SELECT min(x.created_at) FROM ember.facts AS x WHERE x.tenant_id = p_tenant AND x.id = ANY(f.facts_retired)))
     );
 
-    p := ember.forget_proposals(p_forgetting, v_threads, v_erased, v_gens);
+    p := ember.forget_proposals(p_tenant, p_forgetting, v_threads, v_erased, v_gens);
 
     -- Main's record of a message it sent (side_chat_message) holds the same text as the row.
     UPDATE ember.main_actions AS a
     SET message = ember.forget_tombstone(), result = ember.forget_tombstone()
     FROM ember.thread_events AS e
-    WHERE e.id = a.event_id AND e.message_id = ANY(v_erased);
+    WHERE a.tenant_id = p_tenant AND e.tenant_id = p_tenant AND e.id = a.event_id AND e.message_id = ANY(v_erased);
 
-    w := ember.forget_stop_work(v_threads, v_erased, p_now);
+    w := ember.forget_stop_work(p_tenant, v_threads, v_erased, p_now);
 
     RETURN jsonb_build_object(
         'forgetting', p_forgetting,
@@ -351,7 +359,7 @@ BEGIN
     INSERT INTO ember.forgettings (tenant_id, scope, reason, requested_at)
     VALUES (p_tenant, 'messages', p_reason, p_now)
     RETURNING id INTO v_forgetting;
-    v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
+    v_result := ember.forget_apply(p_tenant, v_forgetting, v_todo, p_now)
         || jsonb_build_object('noop', false, 'already_forgotten', to_jsonb(v_already));
     UPDATE ember.forgettings SET result = v_result WHERE id = v_forgetting;
     RETURN v_result;
@@ -397,7 +405,7 @@ BEGIN
     INSERT INTO ember.forgettings (tenant_id, scope, thread_id, reason, requested_at)
     VALUES (p_tenant, 'thread', p_thread, p_reason, p_now)
     RETURNING id INTO v_forgetting;
-    v_result := ember.forget_apply(v_forgetting, v_todo, p_now)
+    v_result := ember.forget_apply(p_tenant, v_forgetting, v_todo, p_now)
         || jsonb_build_object('noop', false, 'thread', p_thread);
     UPDATE ember.forgettings SET result = v_result WHERE id = v_forgetting;
     RETURN v_result;

@@ -151,7 +151,7 @@ BEGIN
         LEFT JOIN ticks AS tk ON tk.thread_id = th.thread_id
         LEFT JOIN LATERAL (
             -- The generation of the thread's latest failure, and whether it is held back.
-            SELECT r.finished_at AS failed_at, ember.shadow_backoff_until(r.thread_id, r.generation_id) AS until
+            SELECT r.finished_at AS failed_at, ember.shadow_backoff_until(r.tenant_id, r.thread_id, r.generation_id) AS until
             FROM ember.shadow_runs AS r
             WHERE r.thread_id = th.thread_id AND r.status = 'failed'
             ORDER BY r.id DESC

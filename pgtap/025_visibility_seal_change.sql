@@ -29,7 +29,7 @@ SELECT is((SELECT count(*)::int FROM ember.shadow_signals WHERE thread_id = 'not
 SELECT is((SELECT count(*)::int FROM ember.shadow_prefixes WHERE thread_id = 'notes'), 0,
           'and drops its prefix');
 SELECT is(
-    ember.submit_shadow_run(:run_id, :'token', jsonb_build_object(
+    ember.submit_shadow_run('default', :run_id, :'token', jsonb_build_object(
         'status', 'completed', 'error', NULL, 'latency_ms', 10,
         'usage', '{"input_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_5m_input_tokens": 0,
                    "cache_creation_1h_input_tokens": 0, "output_tokens": 1}'::jsonb,

@@ -24,7 +24,7 @@ DECLARE
     v_plan jsonb;
     v_done integer := 0;
 BEGIN
-    PERFORM setseed(0.21);
+    PERFORM setseed(0.33);
     FOR i IN 1..p_steps LOOP
         v_minute := v_minute + 1 + floor(random() * 30);
         v_thread := 't' || (1 + floor(random() * 12))::int;
@@ -58,10 +58,10 @@ BEGIN
                     IF v_plan IS NOT NULL THEN
                         v_done := v_done + 1;
                         IF random() < 0.2 THEN
-                            PERFORM ember.release_shadow_run((v_plan ->> 'run_id')::bigint,
+                            PERFORM ember.release_shadow_run('default', (v_plan ->> 'run_id')::bigint,
                                                              (v_plan ->> 'lease_token')::uuid, pg_temp.at(v_minute + 1));
                         ELSE
-                            PERFORM ember.submit_shadow_run((v_plan ->> 'run_id')::bigint,
+                            PERFORM ember.submit_shadow_run('default', (v_plan ->> 'run_id')::bigint,
                                 (v_plan ->> 'lease_token')::uuid, CASE WHEN random() < 0.6
                                     THEN '{"status": "failed", "error": "model output was not a tool call"}'::jsonb
                                     ELSE '{"status": "completed", "error": null}'::jsonb END || jsonb_build_object(

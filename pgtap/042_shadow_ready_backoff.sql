@@ -16,7 +16,7 @@ BEGIN
     IF v_plan IS NULL THEN
         RETURN NULL;
     END IF;
-    PERFORM ember.submit_shadow_run((v_plan ->> 'run_id')::bigint, (v_plan ->> 'lease_token')::uuid, jsonb_build_object(
+    PERFORM ember.submit_shadow_run('default', (v_plan ->> 'run_id')::bigint, (v_plan ->> 'lease_token')::uuid, jsonb_build_object(
         'status', 'failed', 'error', 'model output was not a tool call',
         'usage', jsonb_build_object('input_tokens', 1000, 'cache_read_input_tokens', 20,
                                     'cache_creation_5m_input_tokens', 30, 'cache_creation_1h_input_tokens', 0,
@@ -49,7 +49,7 @@ SELECT ember.claim_shadow_run('w', '5 minutes', pg_temp.at(32) + interval '6 hou
 SELECT is(:'fourth'::jsonb ->> 'reasons', '["turn-failed"]', 'and runs then, as the fourth run');
 
 -- A completed run resets the count.
-SELECT ember.submit_shadow_run((:'fourth'::jsonb ->> 'run_id')::bigint, (:'fourth'::jsonb ->> 'lease_token')::uuid,
+SELECT ember.submit_shadow_run('default', (:'fourth'::jsonb ->> 'run_id')::bigint, (:'fourth'::jsonb ->> 'lease_token')::uuid,
     jsonb_build_object('status', 'completed', 'error', NULL,
         'usage', jsonb_build_object('input_tokens', 1, 'cache_read_input_tokens', 0, 'cache_creation_5m_input_tokens', 0,
                                     'cache_creation_1h_input_tokens', 0, 'output_tokens', 1),
@@ -93,11 +93,11 @@ LANGUAGE sql AS $$
 $$;
 SELECT pg_temp.run_as('k', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4),
                                              ('failed', 5)) AS v (s, m);
-SELECT is(ember.shadow_backoff_until('k', ember.current_generation('default', 'k')), pg_temp.at(5) + interval '6 hours',
+SELECT is(ember.shadow_backoff_until('default', 'k', ember.current_generation('default', 'k')), pg_temp.at(5) + interval '6 hours',
           'a cancelled and an abandoned run between failures do not reset the count');
 SELECT pg_temp.run_as('k2', s, m) FROM (VALUES ('failed', 1), ('failed', 2), ('cancelled', 3), ('abandoned', 4))
     AS v (s, m);
-SELECT is(ember.shadow_backoff_until('k2', ember.current_generation('default', 'k2')), NULL,
+SELECT is(ember.shadow_backoff_until('default', 'k2', ember.current_generation('default', 'k2')), NULL,
           'nor count as failures: two failures, a cancel and an abandon hold nothing back');
 
 -- A run whose lease lapsed lost its worker on this thread: a poison answer that kills or wedges
@@ -113,10 +113,10 @@ LANGUAGE sql AS $$
             pg_temp.at(p_minute), pg_temp.at(p_minute), 'w', gen_random_uuid(), pg_temp.at(p_minute + 5))
 $$;
 SELECT pg_temp.run_err('lapse', 'abandoned', 'lease expired', m) FROM generate_series(1, 3) AS m;
-SELECT is(ember.shadow_backoff_until('lapse', ember.current_generation('default', 'lapse')), pg_temp.at(3) + interval '6 hours',
+SELECT is(ember.shadow_backoff_until('default', 'lapse', ember.current_generation('default', 'lapse')), pg_temp.at(3) + interval '6 hours',
           'three lapsed leases in a generation hold it back like three failures');
 SELECT pg_temp.run_err('rel', 'abandoned', 'released', m) FROM generate_series(1, 3) AS m;
-SELECT is(ember.shadow_backoff_until('rel', ember.current_generation('default', 'rel')), NULL,
+SELECT is(ember.shadow_backoff_until('default', 'rel', ember.current_generation('default', 'rel')), NULL,
           'runs released at a shutdown do not count');
 
 -- A run the user interrupted whose worker never reports back is recorded cancelled by tick (item 4).

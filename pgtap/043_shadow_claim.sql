@@ -111,7 +111,7 @@ FROM ember.messages AS m WHERE m.id = :hot_row;
 -- names no row, a row of another thread or a row written after the claim is refused, with why.
 SELECT ember.append_message('default', 'h', 'assistant', 'After the claim', NULL, NULL, NULL, NULL, NULL, NULL, pg_temp.at(12.5))
     AS after_claim \gset
-SELECT ember.submit_shadow_run((:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
+SELECT ember.submit_shadow_run('default', (:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
     jsonb_build_object('status', 'completed', 'error', NULL,
         'usage', jsonb_build_object('input_tokens', 10, 'cache_read_input_tokens', 0,
             'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 5),

@@ -64,7 +64,7 @@ $$;
 
 -- The SQL text of a submit, for throws_ok.
 CREATE FUNCTION pg_temp.submit_sql(p_run bigint, p_token uuid, p_outcome jsonb) RETURNS text LANGUAGE sql AS $$
-    SELECT format('SELECT ember.submit_shadow_run(%s, %L, %L)', p_run, p_token, p_outcome)
+    SELECT format('SELECT ember.submit_shadow_run(''default'', %s, %L, %L)', p_run, p_token, p_outcome)
 $$;
 
 -- Nothing of run p_run was written: still running, no tokens, no proposals.
@@ -99,7 +99,7 @@ CREATE TEMP TABLE episodes_before AS SELECT id, episode_id FROM ember.messages;
 -- An invalid fact does not discard its valid siblings (seed: 2 rows, 1 with an error).
 SELECT pg_temp.new_run('s1') AS r1 \gset
 SELECT is(
-    ember.submit_shadow_run(:r1, pg_temp.token(:r1), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r1, pg_temp.token(:r1), pg_temp.outcome('completed', jsonb_build_array(
         pg_temp.proposal('The user is vegetarian.', 'user-stated', :m_user),
         pg_temp.proposal('The user is vegan.', 'user-decided', :m_user)
     ))),
@@ -145,7 +145,7 @@ SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE run_id = :r1),
 -- Cross-thread evidence is retained as a rejected proposal, never as a fact.
 SELECT pg_temp.new_run('s1') AS r2 \gset
 SELECT is(
-    ember.submit_shadow_run(:r2, pg_temp.token(:r2), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r2, pg_temp.token(:r2), pg_temp.outcome('completed', jsonb_build_array(
         pg_temp.proposal('The user lives in Lisbon.', 'user-stated', :m_s2)
     ))) ->> 'rejected',
     '1', 'a proposal citing another thread is counted as rejected'
@@ -157,7 +157,7 @@ SELECT is((SELECT count(*)::int FROM ember.facts), 0, 'and zero rows reach facts
 -- A proposal citing an isolated thread is rejected without naming it.
 SELECT pg_temp.new_run('s1') AS r2b \gset
 SELECT is(
-    ember.submit_shadow_run(:r2b, pg_temp.token(:r2b), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r2b, pg_temp.token(:r2b), pg_temp.outcome('completed', jsonb_build_array(
         pg_temp.proposal('A secret.', 'user-stated', :m_vault)
     ))) ->> 'rejected',
     '1', 'a proposal citing an isolated thread is rejected'
@@ -172,7 +172,7 @@ SELECT ember.append_message('default', 's1', 'user', 'Wait, one more thing.', p_
 SELECT ok((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :r3),
           'a human message while the run is out asks it to cancel');
 SELECT is(
-    ember.submit_shadow_run(:r3, pg_temp.token(:r3), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r3, pg_temp.token(:r3), pg_temp.outcome('completed', jsonb_build_array(
         pg_temp.proposal('The user is vegetarian.', 'user-stated', :m_user)
     ))),
     jsonb_build_object('run_id', :r3, 'status', 'cancelled', 'proposals', 0, 'valid', 0, 'rejected', 0),
@@ -189,7 +189,7 @@ SELECT is((SELECT input_tokens + cache_read_tokens + output_tokens FROM ember.sh
 -- A failed run records its error and tokens (the backoff counts it; the tokens were spent).
 SELECT pg_temp.new_run('s1') AS r4 \gset
 SELECT is(
-    ember.submit_shadow_run(:r4, pg_temp.token(:r4), pg_temp.outcome('failed', '[]', 'model output was not JSON')),
+    ember.submit_shadow_run('default', :r4, pg_temp.token(:r4), pg_temp.outcome('failed', '[]', 'model output was not JSON')),
     jsonb_build_object('run_id', :r4, 'status', 'failed', 'proposals', 0, 'valid', 0, 'rejected', 0),
     'a failed outcome is recorded'
 );
@@ -225,7 +225,7 @@ SELECT throws_ok(pg_temp.submit_sql(:r5c, pg_temp.token(:r5c), pg_temp.outcome()
                  'EM042', NULL, 'without finished_at the server clock decides, and it is past this lease');
 SELECT ok(pg_temp.untouched(:r5c), 'the late submit wrote nothing');
 SELECT pg_temp.new_run('s2', clock_timestamp() - interval '1 minute') AS r6 \gset
-SELECT is(ember.submit_shadow_run(:r6, pg_temp.token(:r6), pg_temp.outcome() - 'finished_at') ->> 'status',
+SELECT is(ember.submit_shadow_run('default', :r6, pg_temp.token(:r6), pg_temp.outcome() - 'finished_at') ->> 'status',
           'completed', 'without finished_at an outcome inside the lease by the server clock is recorded');
 SELECT ok((SELECT finished_at BETWEEN started_at AND clock_timestamp() FROM ember.shadow_runs WHERE id = :r6),
           'and stamped with the server clock');
@@ -287,7 +287,7 @@ SELECT ok(pg_temp.untouched(:r7), 'a malformed outcome left the run running and 
 -- ---------------------------------------------------------------------------------------------
 -- A bad proposal gets its own validation_error; the run and its good proposals stand.
 SELECT is(
-    ember.submit_shadow_run(:r7, pg_temp.token(:r7), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r7, pg_temp.token(:r7), pg_temp.outcome('completed', jsonb_build_array(
         '"just a sentence"'::jsonb,
         jsonb_build_object('evidence_kind', 'user-stated', 'evidence', jsonb_build_array(
             jsonb_build_object('message_id', :m_s3))),
@@ -347,7 +347,7 @@ SELECT throws_ok(pg_temp.submit_sql(:r5, pg_temp.token(:r5),
                  'EM044', NULL, 'a token count written 100.0 is a malformed outcome, not a raw 22P02');
 SELECT ok(pg_temp.untouched(:r5), 'and nothing of the run is written');
 SELECT is(
-    ember.submit_shadow_run(:r5, pg_temp.token(:r5), pg_temp.outcome('completed', jsonb_build_array(
+    ember.submit_shadow_run('default', :r5, pg_temp.token(:r5), pg_temp.outcome('completed', jsonb_build_array(
         pg_temp.proposal('The user drinks tea.', 'user-stated', :m5_user),
         jsonb_build_object('text', 'The user drinks tea, really.', 'evidence_kind', 'user-stated',
                            'evidence', format('[{"message_id": %s.0}]', :m5_user)::jsonb),
@@ -377,7 +377,7 @@ INSERT INTO bad_evidence VALUES
 ('[{"message_id": 5, "generation_id": "00000000-0000-0000-0000-000000000000"}]'),
 ('{"message_id": 5}'), ('[]'), ('null'), ('"m:5"'), ('[[1]]'), ('[{"generation_id": "00000000-0000-0000-0000-000000000000"}]');
 SELECT is(
-    ember.submit_shadow_run(:r6, pg_temp.token(:r6), pg_temp.outcome('completed',
+    ember.submit_shadow_run('default', :r6, pg_temp.token(:r6), pg_temp.outcome('completed',
         (SELECT jsonb_agg(jsonb_build_object('text', 'x', 'evidence_kind', 'observed-outcome', 'evidence', e)) FROM bad_evidence),
         NULL, '2030-01-02 11:01+00')) - 'run_id',
     jsonb_build_object('status', 'completed', 'proposals', 16, 'valid', 0, 'rejected', 16),

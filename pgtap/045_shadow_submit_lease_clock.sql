@@ -24,7 +24,7 @@ UPDATE ember.shadow_runs SET claimed_clock = claimed_clock - interval '5 minutes
     started_at = started_at - interval '5 minutes 2 seconds',
     lease_expires_at = lease_expires_at - interval '5 minutes 2 seconds'
 WHERE id = (SELECT (p ->> 'run_id')::bigint FROM late);
-SELECT throws_ok(format('SELECT ember.submit_shadow_run(%s, %L, pg_temp.outcome(%L))',
+SELECT throws_ok(format('SELECT ember.submit_shadow_run(''default'', %s, %L, pg_temp.outcome(%L))',
                         (SELECT p ->> 'run_id' FROM late), (SELECT p ->> 'lease_token' FROM late),
                         (SELECT started_at + interval '4 minutes 59 seconds' FROM ember.shadow_runs
                          WHERE id = (SELECT (p ->> 'run_id')::bigint FROM late))),
@@ -36,7 +36,7 @@ WHERE id = (SELECT (p ->> 'run_id')::bigint FROM late);
 
 -- Claimed just now; the worker's clock runs ten minutes fast.
 CREATE TEMP TABLE fast AS SELECT pg_temp.offer_and_claim() AS p;
-SELECT is(ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM fast), (SELECT (p ->> 'lease_token')::uuid FROM fast),
+SELECT is(ember.submit_shadow_run('default', (SELECT (p ->> 'run_id')::bigint FROM fast), (SELECT (p ->> 'lease_token')::uuid FROM fast),
                                   pg_temp.outcome(clock_timestamp() + interval '10 minutes')) ->> 'status',
           'completed', 'an on-time outcome from a worker whose clock runs fast is accepted');
 SELECT ok((SELECT finished_at <= clock_timestamp() FROM ember.shadow_runs WHERE id = (SELECT (p ->> 'run_id')::bigint FROM fast)),
@@ -44,7 +44,7 @@ SELECT ok((SELECT finished_at <= clock_timestamp() FROM ember.shadow_runs WHERE 
 
 -- Simulated time still replays: an outcome whose finished_at is inside a simulated lease.
 CREATE TEMP TABLE sim AS SELECT pg_temp.offer_and_claim() AS p;
-SELECT is(ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM sim), (SELECT (p ->> 'lease_token')::uuid FROM sim),
+SELECT is(ember.submit_shadow_run('default', (SELECT (p ->> 'run_id')::bigint FROM sim), (SELECT (p ->> 'lease_token')::uuid FROM sim),
                                   pg_temp.outcome(clock_timestamp() + interval '1 second')) ->> 'status',
           'completed', 'a prompt outcome is accepted');
 

@@ -40,7 +40,7 @@ CREATE FUNCTION pg_temp.outcome(p_digest jsonb, p_status text DEFAULT 'completed
 $$;
 
 CREATE FUNCTION pg_temp.submit_sql(p_run bigint, p_digest jsonb) RETURNS text LANGUAGE sql AS $$
-    SELECT format('SELECT ember.submit_shadow_run(%s, %L, %L)', p_run, pg_temp.token(p_run), pg_temp.outcome(p_digest))
+    SELECT format('SELECT ember.submit_shadow_run(''default'', %s, %L, %L)', p_run, pg_temp.token(p_run), pg_temp.outcome(p_digest))
 $$;
 
 SELECT ember.shadow_activate('2030-01-01 09:00+00');
@@ -56,13 +56,13 @@ FROM unnest(ARRAY['s1', 's2', 's3', 's4', 's5']) AS t;
 SELECT ember.text_version('You read a conversation and propose durable facts.') AS v1 \gset
 
 SELECT pg_temp.new_run('s1') AS r1 \gset
-SELECT is(ember.submit_shadow_run(:r1, pg_temp.token(:r1), pg_temp.outcome(to_jsonb(:'v1'::text))) ->> 'status',
+SELECT is(ember.submit_shadow_run('default', :r1, pg_temp.token(:r1), pg_temp.outcome(to_jsonb(:'v1'::text))) ->> 'status',
           'completed', 'a run with a well-formed prompt digest completes');
 SELECT is((SELECT prompt_sha256 FROM ember.shadow_runs WHERE id = :r1), :'v1',
           'the run records the digest of the prompt text it was sent with');
 
 SELECT pg_temp.new_run('s2') AS r2 \gset
-SELECT ember.submit_shadow_run(:r2, pg_temp.token(:r2), pg_temp.outcome(NULL));
+SELECT ember.submit_shadow_run('default', :r2, pg_temp.token(:r2), pg_temp.outcome(NULL));
 SELECT ok((SELECT status = 'completed' AND prompt_sha256 IS NULL FROM ember.shadow_runs WHERE id = :r2),
           'an outcome without prompt_sha256 is recorded, with no digest');
 
@@ -86,7 +86,7 @@ SELECT ok((SELECT status = 'running' AND finished_at IS NULL AND prompt_sha256 I
 -- A run cancelled while out still says which prompt it was sent with.
 SELECT pg_temp.new_run('s4') AS r4 \gset
 SELECT ember.append_message('default', 's4', 'user', 'Stop.', p_author => 'human', p_now => '2030-01-01 10:00:30+00');
-SELECT is(ember.submit_shadow_run(:r4, pg_temp.token(:r4), pg_temp.outcome(to_jsonb(:'v1'::text))) ->> 'status',
+SELECT is(ember.submit_shadow_run('default', :r4, pg_temp.token(:r4), pg_temp.outcome(to_jsonb(:'v1'::text))) ->> 'status',
           'cancelled', 'a human message cancels the run');
 SELECT is((SELECT prompt_sha256 FROM ember.shadow_runs WHERE id = :r4), :'v1',
           'a cancelled run records the digest of the prompt it was sent with');

@@ -35,7 +35,7 @@ SELECT ember.create_thread('default', 'long_ttl', 'side', NULL, NULL, 'open', NU
 SELECT pg_temp.prefix('long_ttl', 'claude-opus-4-8', 0);
 
 SELECT ember.tick(pg_temp.at(12)) AS t1 \gset
-SELECT is(:'t1'::jsonb -> 'prefixes_dropped', '["caught_up", "idle"]'::jsonb,
+SELECT is(:'t1'::jsonb -> 'prefixes_dropped', '{"default": ["caught_up", "idle"]}'::jsonb,
           'tick drops prefixes older than their model''s TTL, and those of unknown models');
 SELECT is((SELECT array_agg(thread_id ORDER BY thread_id) FROM ember.shadow_prefixes), ARRAY['fresh', 'long_ttl'],
           'a prefix within its TTL stays (the TTL is per model)');
@@ -43,22 +43,22 @@ SELECT is((SELECT array_agg(thread_id ORDER BY thread_id) FROM ember.shadow_pref
 -- Idle
 SELECT is(:'t1'::jsonb -> 'signalled', '{}'::jsonb, 'no thread has been idle for 20 minutes yet');
 SELECT ember.tick(pg_temp.at(20)) AS t2 \gset
-SELECT is(:'t2'::jsonb -> 'signalled', '{"idle": "idle"}'::jsonb,
+SELECT is(:'t2'::jsonb -> 'signalled', '{"default": {"idle": "idle"}}'::jsonb,
           'a thread idle for 20 minutes with unread rows is offered idle-or-ended');
 SELECT is((SELECT array_agg(reason) FROM ember.shadow_signals WHERE thread_id = 'idle'), ARRAY['idle-or-ended'],
           'through the entry point, as an idle-or-ended signal');
 SELECT is((:'t2'::jsonb ->> 'ready')::int, 1, 'tick reports how many threads are ready');
-SELECT ok(NOT (:'t2'::jsonb -> 'signalled') ? 'caught_up',
+SELECT ok(NOT (:'t2'::jsonb -> 'signalled' -> 'default') ? 'caught_up',
           'an idle thread with nothing unread is not offered');
 SELECT is(ember.tick(pg_temp.at(25)) -> 'signalled', '{}'::jsonb,
           'idleness counts from the thread''s last activity (fresh spoke at minute 10)');
-SELECT is(ember.tick(pg_temp.at(30)) -> 'signalled', '{"fresh": "idle"}'::jsonb,
+SELECT is(ember.tick(pg_temp.at(30)) -> 'signalled', '{"default": {"fresh": "idle"}}'::jsonb,
           'and it is offered 20 minutes after that');
 SELECT is(ember.tick(pg_temp.at(31)) -> 'signalled', '{}'::jsonb,
           'a thread is not offered again while its offer stands');
 SELECT ember.claim_shadow_run('w', '5 minutes', pg_temp.at(32)) ->> 'run_id' AS run_idle \gset
 UPDATE ember.shadow_runs SET status = 'completed', finished_at = pg_temp.at(33) WHERE id = :run_idle;
-SELECT ok(NOT ember.tick(pg_temp.at(34)) -> 'signalled' ? 'idle',
+SELECT ok(NOT coalesce(ember.tick(pg_temp.at(34)) -> 'signalled' -> 'default', '{}') ? 'idle',
           'once shadow has read the thread, tick stops offering it');
 SELECT ok((SELECT count(*) = 0 FROM ember.shadow_signals WHERE thread_id IN ('main', 'vault')),
           'main and isolated threads are never offered');
@@ -79,7 +79,7 @@ SELECT ember.create_thread('default', 'gen', 'task', NULL, NULL, 'open', NULL, p
 SELECT pg_temp.say('gen', 50);
 SELECT ember.start_generation('default', 'gen', pg_temp.at(51));
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
-SELECT is(ember.tick(pg_temp.at(52)) -> 'signalled' -> 'gen', '"generation-ended"'::jsonb,
+SELECT is(ember.tick(pg_temp.at(52)) -> 'signalled' -> 'default' -> 'gen', '"generation-ended"'::jsonb,
           'a thread with unread rows in an ended generation is offered at once');
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
 INSERT INTO ember.shadow_runs (thread_id, generation_id, path, model, status, from_seq, through_seq,
@@ -91,12 +91,12 @@ SELECT ember.tick(pg_temp.at(53));
 SELECT ember.start_generation('default', 'gen', pg_temp.at(54));
 SELECT pg_temp.say('gen', 54);
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
-SELECT is(ember.tick(pg_temp.at(55)) -> 'signalled' -> 'gen', '"generation-changed"'::jsonb,
+SELECT is(ember.tick(pg_temp.at(55)) -> 'signalled' -> 'default' -> 'gen', '"generation-changed"'::jsonb,
           'a thread whose generation changed since the last tick is offered');
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
 SELECT ember.set_thread_status('default', 'gen', 'ended', pg_temp.at(56));
 DELETE FROM ember.shadow_signals WHERE thread_id = 'gen';
-SELECT is(ember.tick(pg_temp.at(57)) -> 'signalled' -> 'gen', '"thread-ended"'::jsonb,
+SELECT is(ember.tick(pg_temp.at(57)) -> 'signalled' -> 'default' -> 'gen', '"thread-ended"'::jsonb,
           'a thread that is no longer active is offered');
 
 SELECT * FROM finish();

@@ -21,7 +21,7 @@ $$;
 
 CREATE FUNCTION pg_temp.complete(p_plan jsonb, p_finished timestamptz) RETURNS jsonb
 LANGUAGE sql AS $$
-    SELECT ember.submit_shadow_run(
+    SELECT ember.submit_shadow_run('default', 
         (p_plan ->> 'run_id')::bigint, (p_plan ->> 'lease_token')::uuid,
         jsonb_build_object(
             'status', 'completed', 'error', NULL, 'latency_ms', 100, 'finished_at', p_finished,
@@ -48,7 +48,7 @@ INSERT INTO import_lines VALUES
 (8, pg_temp.message(8, 2, 'assistant', '2026-02-27T13:02:00Z'));
 SELECT is(ember.import_staged() ->> 'messages', '4', 'the two-day-old history is imported');
 
-SELECT is(ember.tick(pg_temp.at(0)) -> 'signalled', '{"hist": "generation-ended"}'::jsonb,
+SELECT is(ember.tick(pg_temp.at(0)) -> 'signalled', '{"default": {"hist": "generation-ended"}}'::jsonb,
           'the first tick offers the ended generation');
 SELECT ok((SELECT st.last_activity_at <= '2026-02-27T13:02:00Z' FROM ember.shadow_thread_state AS st
            WHERE st.thread_id = 'hist'),
@@ -58,7 +58,7 @@ SELECT ember.claim_shadow_run('w', '5 minutes', pg_temp.at(1)) AS plan1 \gset
 SELECT is(pg_temp.complete(:'plan1'::jsonb, pg_temp.at(2)) ->> 'status', 'completed',
           'a run reads the ended generation');
 
-SELECT is(ember.tick(pg_temp.at(3)) -> 'signalled', '{"hist": "idle"}'::jsonb,
+SELECT is(ember.tick(pg_temp.at(3)) -> 'signalled', '{"default": {"hist": "idle"}}'::jsonb,
           'the open generation, whose last row is two days old, is idle at the next tick, not 20 minutes after the first');
 
 -- A host signal that is activity still counts from when it happened.

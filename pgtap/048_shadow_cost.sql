@@ -11,7 +11,7 @@ SELECT ember.append_message('default', 's1', 'assistant', 'one', p_now => '2030-
 SELECT ember.append_message('default', 's1', 'assistant', 'two', p_now => '2030-01-01 09:59+00');
 SELECT ember.shadow_memory_changed('default', 's1', 'task-ended', '2030-01-01 10:00+00');
 SELECT (ember.claim_shadow_run('w', '10 minutes', '2030-01-01 10:00+00') ->> 'run_id')::bigint AS r1 \gset
-SELECT ember.submit_shadow_run(:r1, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r1), jsonb_build_object(
+SELECT ember.submit_shadow_run('default', :r1, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r1), jsonb_build_object(
     'status', 'completed', 'error', NULL, 'latency_ms', 10, 'finished_at', '2030-01-01 10:01+00',
     'proposals', '[]'::jsonb,
     'usage', jsonb_build_object(

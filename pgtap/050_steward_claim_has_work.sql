@@ -44,7 +44,7 @@ SELECT ember.shadow_activate('2026-12-01 09:00Z');
 SELECT ember.append_message('default', 'plain', 'assistant', 'noted', p_now => '2026-12-01 09:40Z');
 SELECT ember.turn_started('default', 'plain', '2026-12-01 09:41Z');
 SELECT ember.task_ended('default', 'plain', '2026-12-01 09:42Z');
-SELECT is((SELECT not_ready FROM ember.shadow_thread_readiness('plain', '2026-12-01 09:43Z')), 'a turn is running',
+SELECT is((SELECT not_ready FROM ember.shadow_thread_readiness('default', 'plain', '2026-12-01 09:43Z')), 'a turn is running',
           'one thread''s readiness says why it is not ready');
 
 SELECT * FROM finish();

@@ -80,7 +80,7 @@ SELECT ember.shadow_activate('2026-12-01 08:00Z');
 SELECT ember.append_message('default', 'plain', 'user', 'I drink green tea daily.', p_now => '2026-12-01 10:01Z');
 SELECT ember.shadow_memory_changed('default', 'plain', 'task-ended', '2026-12-01 10:02Z');
 CREATE TEMP TABLE splan AS SELECT ember.claim_shadow_run('w', '10 minutes', '2026-12-01 10:03Z') AS p;
-CREATE TEMP TABLE last_submit AS SELECT ember.submit_shadow_run((SELECT (p ->> 'run_id')::bigint FROM splan), (SELECT (p ->> 'lease_token')::uuid FROM splan),
+CREATE TEMP TABLE last_submit AS SELECT ember.submit_shadow_run('default', (SELECT (p ->> 'run_id')::bigint FROM splan), (SELECT (p ->> 'lease_token')::uuid FROM splan),
     jsonb_build_object('status', 'completed', 'error', NULL, 'latency_ms', 1, 'finished_at', '2026-12-01 10:04Z',
         'usage', '{"input_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_5m_input_tokens": 0,
                    "cache_creation_1h_input_tokens": 0, "output_tokens": 1}'::jsonb,

@@ -19,9 +19,10 @@ $$;
 
 -- tick's candidates as computed before, over every thread and every message.
 CREATE FUNCTION pg_temp.recomputed_candidates(p_now timestamptz)
-RETURNS TABLE (thread_id text, condition text)
+RETURNS TABLE (tenant_id text, thread_id text, condition text)
 LANGUAGE sql AS $$
     SELECT
+        t.tenant_id,
         t.id,
         CASE
             WHEN t.status <> 'active' THEN 'thread-' || t.status
@@ -103,7 +104,7 @@ BEGIN
         SELECT * INTO v_run FROM ember.shadow_runs WHERE status = 'running' ORDER BY random() LIMIT 1;
         IF FOUND AND v_run.lease_expires_at > v_now THEN
             v_status := CASE WHEN random() < 0.75 THEN 'completed' ELSE 'failed' END;
-            PERFORM ember.submit_shadow_run(v_run.id, v_run.lease_token, jsonb_build_object(
+            PERFORM ember.submit_shadow_run('default', v_run.id, v_run.lease_token, jsonb_build_object(
                 'status', v_status,
                 'error', CASE WHEN v_status = 'failed' THEN 'model error' END,
                 'usage', jsonb_build_object('input_tokens', 1, 'cache_read_input_tokens', 0,
@@ -181,7 +182,7 @@ BEGIN
         IF v_plan ->> 'thread_id' = 'sessions' THEN
             v_claims := v_claims + 1;
         END IF;
-        PERFORM ember.submit_shadow_run((v_plan ->> 'run_id')::bigint, (v_plan ->> 'lease_token')::uuid, jsonb_build_object(
+        PERFORM ember.submit_shadow_run('default', (v_plan ->> 'run_id')::bigint, (v_plan ->> 'lease_token')::uuid, jsonb_build_object(
             'status', 'completed', 'error', NULL,
             'usage', jsonb_build_object('input_tokens', 1, 'cache_read_input_tokens', 0,
                 'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 1),

@@ -66,13 +66,13 @@ SELECT results_eq(
     $$SELECT prefix_input_tokens::int, prefix_cache_marked FROM ember.shadow_runs WHERE thread_id = 'hotty'$$,
     $$VALUES (2100, false)$$,
     'the hot run records its prefix''s size from the host''s usage, and that its last message had no breakpoint');
-SELECT ember.submit_shadow_run((:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
+SELECT ember.submit_shadow_run('default', (:'hot'::jsonb ->> 'run_id')::bigint, (:'hot'::jsonb ->> 'lease_token')::uuid,
     jsonb_build_object('status', 'completed', 'error', NULL,
         'usage', jsonb_build_object('input_tokens', 700, 'cache_read_input_tokens', 1600,
                                     'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0,
                                     'output_tokens', 20),
         'latency_ms', 1000, 'finished_at', pg_temp.at(-42), 'proposals', '[]'::jsonb));
-SELECT is(ember.hot_cache_shortfall((:'hot'::jsonb ->> 'run_id')::bigint) ->> 'cause', 'no-breakpoint',
+SELECT is(ember.hot_cache_shortfall('default', (:'hot'::jsonb ->> 'run_id')::bigint) ->> 'cause', 'no-breakpoint',
     'a hot run that read 76% of its prefix is a shortfall, caused by the missing breakpoint');
 
 -- due: idle for 35 minutes, not yet offered by tick(). quiet: active 5 minutes ago.

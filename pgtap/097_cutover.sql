@@ -17,7 +17,7 @@ END;
 $$;
 
 CREATE FUNCTION pg_temp.submit(p_run bigint, p_proposals jsonb, p_finished timestamptz) RETURNS jsonb LANGUAGE sql AS $$
-    SELECT ember.submit_shadow_run(p_run, (SELECT lease_token FROM ember.shadow_runs WHERE id = p_run),
+    SELECT ember.submit_shadow_run('default', p_run, (SELECT lease_token FROM ember.shadow_runs WHERE id = p_run),
         jsonb_build_object('status', 'completed', 'error', NULL,
             'usage', jsonb_build_object('input_tokens', 100, 'cache_read_input_tokens', 0,
                 'cache_creation_5m_input_tokens', 0, 'cache_creation_1h_input_tokens', 0, 'output_tokens', 20),

@@ -60,14 +60,14 @@ SELECT throws_ok($$UPDATE ember.threads SET seal_tier = 'open'$$, '42501', NULL,
 SELECT throws_ok($$SELECT count(*) FROM ember.shadow_prefixes$$, '42501', NULL, 'the host cannot read stored prefixes');
 SELECT throws_ok($$SELECT ember.tick()$$, '42501', NULL, 'the host cannot run the tick');
 SELECT throws_ok($$SELECT ember.claim_shadow_run('w', '5 minutes')$$, '42501', NULL, 'the host cannot claim worker runs');
-SELECT throws_ok($$SELECT ember.shadow_withdraw('chat')$$, '42501', NULL, 'the host cannot call an internal helper');
+SELECT throws_ok($$SELECT ember.shadow_withdraw('default', 'chat')$$, '42501', NULL, 'the host cannot call an internal helper');
 RESET ROLE;
 
 -- ember_worker: the tick, claims and submits; no host writes, no tables.
 SET ROLE ember_worker;
 SELECT lives_ok($$SELECT ember.tick()$$, 'the worker runs the tick');
 SELECT lives_ok($$SELECT ember.claim_shadow_run('w1', '5 minutes')$$, 'the worker claims');
-SELECT throws_ok($$SELECT ember.submit_shadow_run(-1, gen_random_uuid(), '{}')$$, 'EM040', NULL,
+SELECT throws_ok($$SELECT ember.submit_shadow_run('default', -1, gen_random_uuid(), '{}')$$, 'EM040', NULL,
                  'the worker reaches submit_shadow_run (and its checks)');
 SELECT throws_ok($$SELECT ember.append_message('default', 'chat', 'user', 'spoofed', 'human')$$, '42501', NULL,
                  'the worker cannot append messages');

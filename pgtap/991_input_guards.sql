@@ -99,7 +99,7 @@ SELECT is((SELECT count(*)::int FROM ember.categories WHERE name = 'tea'), 1, 't
 -- A NULL lease token says the token is missing.
 SELECT ember.create_thread('default', 't2', 'side', 'Tokens');
 SELECT pg_temp.new_run('t2') AS r_token \gset
-SELECT throws_ok(format($$SELECT ember.submit_shadow_run(%s, NULL, '{}')$$, :r_token), 'EM041',
+SELECT throws_ok(format($$SELECT ember.submit_shadow_run('default', %s, NULL, '{}')$$, :r_token), 'EM041',
                  format('shadow run %s: the lease token is missing', :r_token),
                  'a NULL lease token is reported as missing, not as another claim''s');
 
@@ -113,7 +113,7 @@ SELECT pg_temp.new_run('t4') AS r_arch \gset
 SELECT ember.set_thread_status('default', 't3', 'ended');
 SELECT ok((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :r_end),
           'ending the thread flags its running run');
-SELECT is(ember.submit_shadow_run(:r_end, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r_end),
+SELECT is(ember.submit_shadow_run('default', :r_end, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r_end),
                                   pg_temp.completed_with_a_proposal(:m_t3)) ->> 'status',
           'cancelled', 'its submit records the run as cancelled');
 SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE run_id = :r_end), 0,
@@ -123,7 +123,7 @@ SELECT ember.note_prefix('default', 't4', '{"model": "claude-haiku-4-5"}', '{}')
 SELECT ember.set_thread_status('default', 't4', 'archived');
 SELECT ok((SELECT cancel_requested FROM ember.shadow_runs WHERE id = :r_arch),
           'archiving the thread flags its running run');
-SELECT is(ember.submit_shadow_run(:r_arch, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r_arch),
+SELECT is(ember.submit_shadow_run('default', :r_arch, (SELECT lease_token FROM ember.shadow_runs WHERE id = :r_arch),
                                   pg_temp.completed_with_a_proposal(:m_t4)) ->> 'status',
           'cancelled', 'its submit records the run as cancelled');
 SELECT is((SELECT count(*)::int FROM ember.shadow_proposals WHERE run_id = :r_arch), 0,

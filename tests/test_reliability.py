@@ -153,7 +153,7 @@ def test_human_messages_interleaved_with_claims_and_submits(db: str) -> None:
                     }
                     result = _one(
                         conn,
-                        "SELECT ember.submit_shadow_run(%s, %s, %s)",
+                        "SELECT ember.submit_shadow_run('default', %s, %s, %s)",
                         plan["run_id"],
                         plan["lease_token"],
                         _outcome([proposal]),
@@ -317,7 +317,7 @@ def test_hostile_shadow_proposals_are_stored_or_rejected_never_an_error(db: str)
             clean = without_nul(proposals)
             result = _one(
                 conn,
-                "SELECT ember.submit_shadow_run(%s, %s, %s)",
+                "SELECT ember.submit_shadow_run('default', %s, %s, %s)",
                 plan["run_id"],
                 plan["lease_token"],
                 _outcome(clean),
@@ -499,7 +499,7 @@ def test_thousands_of_calls_and_huge_texts_are_bounded(db: str) -> None:
         ] + [{"text": big, "evidence_kind": "user-stated", "evidence": [{"message_id": mid}]}]
         out = _one(
             conn,
-            "SELECT ember.submit_shadow_run(%s, %s, %s)",
+            "SELECT ember.submit_shadow_run('default', %s, %s, %s)",
             splan["run_id"],
             splan["lease_token"],
             _outcome(proposals),

@@ -56,7 +56,7 @@ def _claim(conn: psycopg.Connection[Any], worker: str = "w") -> dict[str, Any] |
 
 def _complete(conn: psycopg.Connection[Any], plan: dict[str, Any]) -> None:
     conn.execute(
-        "SELECT ember.submit_shadow_run(%s, %s, %s)",
+        "SELECT ember.submit_shadow_run('default', %s, %s, %s)",
         (
             plan["run_id"],
             plan["lease_token"],

@@ -79,7 +79,7 @@ def _outcome(message_id: int, finished_at: str | None = None) -> dict[str, Any]:
 
 def _submit(conn: psycopg.Connection[Any], run: int, token: str, outcome: dict[str, Any]) -> Any:
     row = conn.execute(
-        "SELECT ember.submit_shadow_run(%s, %s::uuid, %s)", (run, token, Jsonb(outcome))
+        "SELECT ember.submit_shadow_run('default', %s, %s::uuid, %s)", (run, token, Jsonb(outcome))
     ).fetchone()
     assert row is not None
     return row[0]

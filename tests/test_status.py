@@ -116,7 +116,7 @@ def test_ember_status_names_each_reason_work_waits(db: str) -> None:
                 "proposals": [],
             }
             conn.execute(
-                "SELECT ember.submit_shadow_run(%s, %s, %s)",
+                "SELECT ember.submit_shadow_run('default', %s, %s, %s)",
                 (plan[0]["run_id"], plan[0]["lease_token"], Jsonb(failed)),
             )
         at.task_ended("flaky", -5)

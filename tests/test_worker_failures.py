@@ -100,7 +100,7 @@ def test_three_failures_in_a_generation_back_off(fdb: str, fail_sim: SimServer) 
             "SELECT count(*) FROM ember.shadow_ready() WHERE model IS NOT NULL"
         ).fetchone()
         backoff = host.conn.execute(
-            "SELECT ember.shadow_backoff_until('t1', g.id) > now() + interval '5 hours'"
+            "SELECT ember.shadow_backoff_until('default', 't1', g.id) > now() + interval '5 hours'"
             " FROM ember.generations AS g WHERE g.thread_id = 't1'"
         ).fetchone()
     assert ready == (0,) and backoff == (True,)

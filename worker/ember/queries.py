@@ -183,18 +183,22 @@ KEEPALIVE: LiteralString = "SELECT 1"
 CLAIM_SHADOW: LiteralString = "SELECT ember.claim_shadow_run(%(worker)s, %(lease)s)"
 # A shadow run's outcome (proposals, usage, or the failure), under its lease.
 SUBMIT_SHADOW: LiteralString = (
-    "SELECT ember.submit_shadow_run(%(run)s, %(lease_token)s, %(outcome)s)"
+    "SELECT ember.submit_shadow_run(%(tenant)s, %(run)s, %(lease_token)s, %(outcome)s)"
 )
 # Keep a shadow run's lease for another %(lease)s.
 EXTEND_SHADOW_LEASE: LiteralString = (
-    "SELECT ember.extend_shadow_lease(%(run)s, %(lease_token)s, %(lease)s)"
+    "SELECT ember.extend_shadow_lease(%(tenant)s, %(run)s, %(lease_token)s, %(lease)s)"
 )
 # Give a shadow run back unfinished (the worker is stopping).
-RELEASE_SHADOW: LiteralString = "SELECT ember.release_shadow_run(%(run)s, %(lease_token)s)"
+RELEASE_SHADOW: LiteralString = (
+    "SELECT ember.release_shadow_run(%(tenant)s, %(run)s, %(lease_token)s)"
+)
 # Whether the shadow run was cancelled since it was claimed (the user typed in its thread).
-SHADOW_CANCEL_REQUESTED: LiteralString = "SELECT ember.shadow_run_cancel_requested(%(run)s)"
+SHADOW_CANCEL_REQUESTED: LiteralString = (
+    "SELECT ember.shadow_run_cancel_requested(%(tenant)s, %(run)s)"
+)
 # NULL unless the completed hot run read too little of its prefix from the cache (issue 22).
-HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%(run)s)"
+HOT_CACHE_SHORTFALL: LiteralString = "SELECT ember.hot_cache_shortfall(%(tenant)s, %(run)s)"
 # Which thinking blocks the model keeps across turns; through a granted function, since
 # ember_worker may read no table (functions/097_worker_reads.sql).
 MODEL_THINKING_RETENTION: LiteralString = "SELECT ember.model_thinking_retention(%(model)s)"

@@ -342,10 +342,10 @@ class Runtime(Host):
             done: dict[str, Any] = (row[0] if row else None) or {}
             at = f"{self.last_tick:%H:%M} tick:"
             if done.get("prefixes_dropped"):
-                names = ", ".join(sorted(set(done["prefixes_dropped"])))
+                names = _thread_names(done["prefixes_dropped"])
                 self.say(f"{at} the prompt cache of {names} expired: recorded prefix dropped")
             if done.get("signalled"):
-                names = ", ".join(sorted(done["signalled"]))
+                names = _thread_names(done["signalled"])
                 self.say(f"{at} idle threads offered to shadow: {names}")
 
     # --- host API calls, each at the injected clock's time (Host's clock) ---
@@ -527,3 +527,16 @@ class Runtime(Host):
             self.set_thread_status(thread, "ended")
         elif waiting:
             self.waiting_for_user(thread)
+
+
+def _thread_names(by_tenant: dict[str, Any]) -> str:
+    """The threads of tick's answer ({tenant: threads}), named within their tenant when it
+    names more than one."""
+    several = len(by_tenant) > 1
+    return ", ".join(
+        sorted(
+            f"{tenant}/{thread}" if several else str(thread)
+            for tenant, threads in by_tenant.items()
+            for thread in threads
+        )
+    )

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, LiteralString
 
 import psycopg
 
+from ember.tenants import DEFAULT_TENANT
 from ember.worker.pipeline import Job
 
 
@@ -22,6 +23,7 @@ class LeaseCalls:
     """A pipeline's statements from ember.queries, and the refusals that mean the run is lost."""
 
     claim: LiteralString  # %(worker)s, %(lease)s -> the plan as JSON, or NULL when nothing is ready
+    # Each call about a run may also take %(tenant)s, the tenant its plan named.
     extend: LiteralString  # %(run)s, %(lease_token)s, %(lease)s
     release: LiteralString  # %(run)s, %(lease_token)s
     lost: tuple[str, ...]  # SQLSTATEs of extend and release: finished, expired or taken over
@@ -48,6 +50,7 @@ class LeasedPipeline:
             lease_token=str(plan["lease_token"]),
             thread_id=str(plan["thread_id"]),
             plan=plan,
+            tenant=str(plan.get("tenant", DEFAULT_TENANT)),
         )
 
     async def extend_lease(
@@ -56,7 +59,12 @@ class LeasedPipeline:
         try:
             await conn.execute(
                 self.lease_calls.extend,
-                {"run": job.run_id, "lease_token": job.lease_token, "lease": lease},
+                {
+                    "tenant": job.tenant,
+                    "run": job.run_id,
+                    "lease_token": job.lease_token,
+                    "lease": lease,
+                },
             )
         except psycopg.Error as exc:
             if exc.sqlstate in self.lease_calls.lost:
@@ -67,16 +75,19 @@ class LeasedPipeline:
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None:
         try:
             await conn.execute(
-                self.lease_calls.release, {"run": job.run_id, "lease_token": job.lease_token}
+                self.lease_calls.release,
+                {"tenant": job.tenant, "run": job.run_id, "lease_token": job.lease_token},
             )
         except psycopg.Error as exc:
             # Finished, or no longer ours: nothing to hand back.
             if exc.sqlstate not in self.lease_calls.lost:
                 raise
 
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
+    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], job: Job) -> bool:
         if self.lease_calls.cancel_requested is None:
             return False  # shutdown releases such a run
-        cur = await conn.execute(self.lease_calls.cancel_requested, {"run": run_id})
+        cur = await conn.execute(
+            self.lease_calls.cancel_requested, {"tenant": job.tenant, "run": job.run_id}
+        )
         row = await cur.fetchone()
         return bool(row and row[0])

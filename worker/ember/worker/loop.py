@@ -481,9 +481,7 @@ class Worker:
             try:
                 async with self.pool.connection() as conn:
                     ours = await running.pipeline.extend_lease(conn, running.job, self.config.lease)
-                    cancelled = ours and await running.pipeline.is_cancelled(
-                        conn, running.job.run_id
-                    )
+                    cancelled = ours and await running.pipeline.is_cancelled(conn, running.job)
             except psycopg.Error as exc:
                 self._db_failed("lease renewal failed", exc, "lease_retry")
                 continue
@@ -522,7 +520,7 @@ class Worker:
         for running in [r for r in self.running.values() if r.job.run_id == run_id]:
             try:
                 async with self.pool.connection() as conn:
-                    confirmed = await running.pipeline.is_cancelled(conn, run_id)
+                    confirmed = await running.pipeline.is_cancelled(conn, running.job)
             except psycopg.Error as exc:
                 self._db_failed("cancel check failed", exc, "cancel_check_failed")
                 continue

@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import psycopg
 from anthropic import AsyncAnthropic
 
+from ember.tenants import DEFAULT_TENANT
+
 
 @dataclass(frozen=True)
 class Job:
@@ -27,6 +29,8 @@ class Job:
     lease_token: str
     thread_id: str
     plan: dict[str, Any] = field(repr=False)
+    # The tenant the run belongs to, as its plan names it; every call about the run passes it.
+    tenant: str = DEFAULT_TENANT
 
 
 @runtime_checkable
@@ -96,6 +100,6 @@ class Pipeline(Protocol):
 
     async def release(self, conn: psycopg.AsyncConnection[Any], job: Job) -> None: ...
 
-    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], run_id: int) -> bool:
-        """Whether SQL says run_id was cancelled: the check behind every ember_cancel hint."""
+    async def is_cancelled(self, conn: psycopg.AsyncConnection[Any], job: Job) -> bool:
+        """Whether SQL says the job's run was cancelled: the check behind each ember_cancel hint."""
         ...

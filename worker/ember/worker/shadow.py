@@ -340,6 +340,7 @@ class ShadowPipeline(LeasedPipeline):
                     cur = await conn.execute(
                         queries.SUBMIT_SHADOW,
                         {
+                            "tenant": job.tenant,
                             "run": job.run_id,
                             "lease_token": job.lease_token,
                             "outcome": Jsonb(outcome),
@@ -411,7 +412,9 @@ class ShadowPipeline(LeasedPipeline):
         judges it and names the likely cause (functions/049_shadow_hot_cache.sql)."""
         try:
             async with ctx.connection() as conn:
-                cur = await conn.execute(queries.HOT_CACHE_SHORTFALL, {"run": job.run_id})
+                cur = await conn.execute(
+                    queries.HOT_CACHE_SHORTFALL, {"tenant": job.tenant, "run": job.run_id}
+                )
                 row = await cur.fetchone()
         except psycopg.Error as exc:
             ctx.log.warning("hot cache check failed: %s", exc)
