@@ -205,7 +205,7 @@ def run(scale: int, concurrency: int, timeout: float) -> dict[str, Any]:
                 conn, "SELECT ember.claim_steward_run('bench', '5 minutes')"
             )
             figures["backlog_generations_ms"] = _median_ms(
-                conn, "SELECT count(*) FROM ember.steward_backlog_generations()"
+                conn, "SELECT count(*) FROM ember.steward_backlog_generations('default')"
             )
             figures["backlog_count_ms"] = _median_ms(conn, "SELECT count(*) FROM ember.backlog")
         with SimServer(responder=Heuristic()) as sim:

@@ -102,7 +102,14 @@ BEGIN
                 'shadow_offer_refresh', 'shadow_offer_unpark', 'shadow_cancel_running', 'shadow_withdraw',
                 'shadow_lease_run', 'submit_shadow_run', 'extend_shadow_lease', 'release_shadow_run',
                 'shadow_run_cancel_requested', 'hot_cache_shortfall', 'forget_apply', 'forget_facts',
-                'forget_proposals', 'forget_stop_work'
+                'forget_proposals', 'forget_stop_work', 'shadow_cost_prediction', 'steward_model',
+                'steward_backlog_generations', 'steward_owns_undigested', 'steward_pages',
+                'steward_abandon_expired', 'extend_steward_lease', 'steward_run_for_write',
+                'steward_add_usage', 'steward_step', 'steward_end_failed',
+                'fail_steward_run', 'release_steward_run', 'steward_evidence_error',
+                'steward_active_facts', 'steward_insert_fact', 'steward_write_fact',
+                'steward_merge_facts', 'steward_retire_fact', 'steward_search_tool', 'steward_finish',
+                'steward_apply_tool', 'steward_run_cancel_requested', 'fact_confirmed'
             ])
             AND coalesce(p.proargnames[1], '') <> 'p_tenant'
         UNION ALL

@@ -15,12 +15,20 @@ $$;
 -- The steward's thread, or NULL before ensure_steward_thread: kind = 'steward' narrows the search
 -- to the one candidate through the index on kind (threads_one_main_one_steward), and
 -- is_steward_thread still decides. Asking it of every thread cost a call per thread.
-CREATE OR REPLACE FUNCTION ember.steward_thread_id()
+CREATE OR REPLACE FUNCTION ember.steward_thread_id(p_tenant text)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT t.id FROM ember.threads AS t
-    WHERE t.tenant_id = ember.sole_tenant() AND t.kind = 'steward' AND ember.is_steward_thread(t.tenant_id, t.id)
+    WHERE t.tenant_id = p_tenant AND t.kind = 'steward' AND ember.is_steward_thread(t.tenant_id, t.id)
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
+CREATE OR REPLACE FUNCTION ember.steward_thread_id()
+RETURNS text
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.steward_thread_id(ember.sole_tenant())
 $$;
 
 -- Label carriers: threads whose rows carry the union of what their generation has read.

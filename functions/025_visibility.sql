@@ -319,10 +319,10 @@ BEGIN
 END;
 $$;
 
--- The steward as the backlog views see it, always one row: its thread (NULL columns before
+-- The steward of a tenant as the backlog sees it, always one row: its thread (NULL columns before
 -- ensure_steward_thread), its model, the tags it may read, and whether they cover every category
--- (then no thread is hidden from it by labels and no row waits for a tag). Both views read this.
-CREATE OR REPLACE FUNCTION ember.backlog_viewer()
+-- (then no thread is hidden from it by labels and no row waits for a tag).
+CREATE OR REPLACE FUNCTION ember.backlog_viewer(p_tenant text)
 RETURNS TABLE (id text, created_at timestamptz, model text, tags text[], all_tagged boolean)
 LANGUAGE sql STABLE
 AS $$
@@ -337,18 +337,27 @@ AS $$
         )
     FROM (VALUES (1)) AS one (n)
     LEFT JOIN (
-        SELECT t.id, t.created_at, coalesce(t.model, 'none pinned') AS model, ember.viewer_tags(t.id) AS tags
+        SELECT t.id, t.created_at, coalesce(t.model, 'none pinned') AS model,
+            ember.viewer_tags(t.tenant_id, t.id) AS tags
         FROM ember.threads AS t
-        WHERE t.id = ember.steward_thread_id()
+        WHERE t.tenant_id = p_tenant AND t.id = ember.steward_thread_id(p_tenant)
     ) AS s ON one.n = 1
 $$;
 
--- Undigested rows the steward may read now. Left out: the steward's own thread, isolated
--- threads, threads hidden from the steward, rows of a generation whose labels its model is not
--- tagged for (they wait: see backlog_waiting; the generation's set, not the row's stamp, because
--- reading a row reports its whole generation read), and main's rows from before the steward
--- thread was created: strictly before or at that instant (a main row written at exactly the
--- creation time is out of both views, as in the seed's `created_at >` predicate).
+-- The one-tenant form, kept for databases whose views still read it while they upgrade.
+CREATE OR REPLACE FUNCTION ember.backlog_viewer()
+RETURNS TABLE (id text, created_at timestamptz, model text, tags text[], all_tagged boolean)
+LANGUAGE sql STABLE
+AS $$
+    SELECT * FROM ember.backlog_viewer(ember.sole_tenant())
+$$;
+
+-- The undigested rows of one tenant that its steward may read now. Left out: the steward's own
+-- thread, isolated threads, threads hidden from the steward, rows of a generation whose labels
+-- its model is not tagged for (they wait: see steward_backlog_waiting; the generation's set, not
+-- the row's stamp, because reading a row reports its whole generation read), and main's rows
+-- from before the steward thread was created: strictly before or at that instant (a main row
+-- written at exactly the creation time is out of both, as in the seed's `created_at >` predicate).
 -- Main's rows from before then were the old in-main steward's own tool traffic, not
 -- conversation: they are never fed back. With no steward thread yet, no row of main is in the
 -- backlog (there is no creation time to start from, and reading main from its beginning would
@@ -356,135 +365,192 @@ $$;
 -- see them, i.e. only unlabelled ones. Create the steward thread (ensure_steward_thread) when
 -- the system starts, before main takes any conversation that should be remembered.
 --
--- Cost: O(undigested rows), however many threads and digested rows the history holds. The
--- threads with undigested rows are found through the partial index messages_undigested, the
--- per-thread rules are evaluated once per such thread (MATERIALIZED: inlined, the planner would
--- evaluate them once per row), and the rows are then read through the same index. When the
--- steward exists and its model is tagged for every category there is, no thread can be hidden
--- from it by labels (labels are categories), so hidden_reason_unchecked is not asked at all.
-CREATE OR REPLACE VIEW ember.backlog AS
-WITH viewer AS MATERIALIZED (
-    SELECT
-        v.id,
-        v.created_at,
-        v.tags,
-        v.all_tagged
-    FROM ember.backlog_viewer() AS v
-),
+-- Cost: O(the tenant's undigested rows), however many threads, tenants and digested rows the
+-- history holds. The tenant's threads with undigested rows are found through the partial index
+-- messages_undigested (tenant_id first), the per-thread rules are evaluated once per such thread
+-- (MATERIALIZED: inlined, the planner would evaluate them once per row), and the rows are then
+-- read through the same index. When the steward exists and its model is tagged for every
+-- category there is, no thread can be hidden from it by labels (labels are categories), so
+-- hidden_reason_unchecked is not asked at all.
+CREATE OR REPLACE FUNCTION ember.steward_backlog(p_tenant text)
+RETURNS TABLE (
+    id bigint,
+    seq bigint,
+    thread_id text,
+    generation_id uuid,
+    role text,
+    author text,
+    content text,
+    blocks json,
+    tool_call_id text,
+    tool_name text,
+    tool_status text,
+    from_thread text,
+    categories text[],
+    created_at timestamptz
+)
+LANGUAGE sql STABLE
+AS $$
+    WITH viewer AS MATERIALIZED (
+        SELECT
+            v.id,
+            v.created_at,
+            v.tags,
+            v.all_tagged
+        FROM ember.backlog_viewer(p_tenant) AS v
+    ),
 
-undigested AS MATERIALIZED (
-    SELECT DISTINCT m.thread_id AS id
-    FROM ember.messages AS m
-    WHERE m.episode_id IS NULL
-),
+    undigested AS MATERIALIZED (
+        SELECT DISTINCT m.thread_id AS id
+        FROM ember.messages AS m
+        WHERE m.tenant_id = p_tenant AND m.episode_id IS NULL
+    ),
 
-readable AS MATERIALIZED (
+    readable AS MATERIALIZED (
+        SELECT
+            u.id,
+            ember.is_label_carrier(p_tenant, u.id) AS carrier,
+            ember.cutover_from_seq(p_tenant, u.id) AS cutover_from
+        FROM undigested AS u
+        CROSS JOIN viewer AS v
+        WHERE
+            NOT ember.is_steward_thread(p_tenant, u.id)
+            AND NOT ember.is_isolated(p_tenant, u.id)
+            AND (v.all_tagged OR ember.hidden_reason_unchecked(p_tenant, v.id, u.id) IS NULL)
+    )
+
     SELECT
-        u.id,
-        ember.is_label_carrier(u.id) AS carrier,
-        ember.cutover_from_seq(u.id) AS cutover_from
-    FROM undigested AS u
+        m.id,
+        m.seq,
+        m.thread_id,
+        m.generation_id,
+        m.role,
+        m.author,
+        m.content,
+        m.blocks,
+        m.tool_call_id,
+        m.tool_name,
+        m.tool_status,
+        m.from_thread,
+        m.categories,
+        m.created_at
+    FROM readable AS r
+    INNER JOIN ember.messages AS m ON m.tenant_id = p_tenant AND r.id = m.thread_id
+    INNER JOIN ember.generations AS g ON g.tenant_id = p_tenant AND m.generation_id = g.id
     CROSS JOIN viewer AS v
     WHERE
-        NOT ember.is_steward_thread(u.id)
-        AND NOT ember.is_isolated(u.id)
-        AND (v.all_tagged OR ember.hidden_reason_unchecked(v.id, u.id) IS NULL)
-)
+        m.episode_id IS NULL
+        AND g.labels <@ v.tags
+        AND (NOT r.carrier OR m.created_at > v.created_at)
+        -- A cut-over thread's tail is shadow's (024_cutover_scope.sql), not undigested work.
+        AND (r.cutover_from IS NULL OR m.seq <= r.cutover_from)
+$$;
 
+-- Every tenant's backlog, for analysts: steward_backlog of each, its tenant in the last column.
+CREATE OR REPLACE VIEW ember.backlog AS
 SELECT
-    m.id,
-    m.seq,
-    m.thread_id,
-    m.generation_id,
-    m.role,
-    m.author,
-    m.content,
-    m.blocks,
-    m.tool_call_id,
-    m.tool_name,
-    m.tool_status,
-    m.from_thread,
-    m.categories,
-    m.created_at
-FROM readable AS r
-INNER JOIN ember.messages AS m ON r.id = m.thread_id
-INNER JOIN ember.generations AS g ON m.generation_id = g.id
-CROSS JOIN viewer AS v
-WHERE
-    m.episode_id IS NULL
-    AND g.labels <@ v.tags
-    AND (NOT r.carrier OR m.created_at > v.created_at)
-    -- A cut-over thread's tail is shadow's (024_cutover_scope.sql), not undigested work.
-    AND (r.cutover_from IS NULL OR m.seq <= r.cutover_from);
+    b.id,
+    b.seq,
+    b.thread_id,
+    b.generation_id,
+    b.role,
+    b.author,
+    b.content,
+    b.blocks,
+    b.tool_call_id,
+    b.tool_name,
+    b.tool_status,
+    b.from_thread,
+    b.categories,
+    b.created_at,
+    t.id AS tenant_id
+FROM ember.tenants AS t
+CROSS JOIN LATERAL ember.steward_backlog(t.id) AS b;
 
--- Undigested work that waits for a tagged model, and why: the "says why" of invariant 9. One
--- row per thread whose undigested rows are kept out of the backlog only by labels (never an
--- isolated thread, the steward's own, or main's rows from before the steward existed).
+-- Undigested work of one tenant that waits for a tagged model, and why: the "says why" of
+-- invariant 9. One row per thread whose undigested rows are kept out of the backlog only by
+-- labels (never an isolated thread, the steward's own, or main's rows from before the steward
+-- existed).
 --
 -- A row waits when it is undigested, its thread is one the backlog could read (not the steward's,
 -- not isolated, for a carrier only rows after the steward existed), and it is not in the backlog:
 -- its thread is hidden from the steward, or its labels are not all tagged on the steward's model.
 -- That is decided from the same per-thread rules as the backlog, row by row, in one pass over the
--- undigested rows: never an anti-join against the backlog view, which the planner could turn into
--- a nested loop over two sets of undigested rows.
+-- undigested rows: never an anti-join against the backlog, which the planner could turn into a
+-- nested loop over two sets of undigested rows. With a steward whose model is tagged for every
+-- category, nothing waits: no thread is hidden from it and every row's labels are tagged. Then no
+-- undigested row is looked at.
+CREATE OR REPLACE FUNCTION ember.steward_backlog_waiting(p_tenant text)
+RETURNS TABLE (thread_id text, waiting_rows integer, labels text[], reason text)
+LANGUAGE sql STABLE
+AS $$
+    WITH viewer AS MATERIALIZED (
+        SELECT
+            v.id,
+            v.created_at,
+            v.model,
+            v.tags
+        FROM ember.backlog_viewer(p_tenant) AS v
+        WHERE NOT v.all_tagged
+    ),
+
+    undigested AS MATERIALIZED (
+        SELECT DISTINCT m.thread_id AS id
+        FROM ember.messages AS m
+        WHERE m.tenant_id = p_tenant AND m.episode_id IS NULL AND EXISTS (SELECT 1 FROM viewer)
+    ),
+
+    candidates AS MATERIALIZED (
+        SELECT
+            u.id,
+            ember.is_label_carrier(p_tenant, u.id) AS carrier,
+            ember.hidden_reason_unchecked(p_tenant, v.id, u.id) AS hidden,
+            ember.cutover_from_seq(p_tenant, u.id) AS cutover_from
+        FROM undigested AS u
+        CROSS JOIN viewer AS v
+        WHERE
+            NOT ember.is_steward_thread(p_tenant, u.id)
+            AND NOT ember.is_isolated(p_tenant, u.id)
+    ),
+
+    pending AS (
+        SELECT
+            m.thread_id,
+            m.id,
+            g.labels AS categories,
+            c.hidden
+        FROM candidates AS c
+        INNER JOIN ember.messages AS m ON m.tenant_id = p_tenant AND c.id = m.thread_id
+        INNER JOIN ember.generations AS g ON g.tenant_id = p_tenant AND m.generation_id = g.id
+        CROSS JOIN viewer AS v
+        WHERE
+            m.episode_id IS NULL
+            AND (NOT c.carrier OR m.created_at > v.created_at)
+            AND (c.cutover_from IS NULL OR m.seq <= c.cutover_from)
+            AND NOT (c.hidden IS NULL AND g.labels <@ v.tags)
+    )
+
+    SELECT
+        p.thread_id,
+        count(DISTINCT p.id)::integer AS waiting_rows,
+        ember.label_set(array_agg(c.label) || ember.thread_call_labels(p_tenant, p.thread_id)) AS labels,
+        coalesce(
+            p.hidden,
+            format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(v.model, 'none'))
+        ) AS reason
+    FROM pending AS p
+    LEFT JOIN LATERAL unnest(p.categories) AS c (label) ON TRUE
+    CROSS JOIN viewer AS v
+    GROUP BY p.thread_id, p.hidden, v.model
+$$;
+
+-- Every tenant's waiting work, for analysts and ember status, its tenant in the last column.
 CREATE OR REPLACE VIEW ember.backlog_waiting AS
--- With a steward whose model is tagged for every category, nothing waits: no thread is hidden
--- from it and every row's labels are tagged. Then no undigested row is looked at.
-WITH viewer AS MATERIALIZED (
-    SELECT
-        v.id,
-        v.created_at,
-        v.model,
-        v.tags
-    FROM ember.backlog_viewer() AS v
-    WHERE NOT v.all_tagged
-),
-
-undigested AS MATERIALIZED (
-    SELECT DISTINCT m.thread_id AS id
-    FROM ember.messages AS m
-    WHERE m.episode_id IS NULL AND EXISTS (SELECT 1 FROM viewer)
-),
-
-candidates AS MATERIALIZED (
-    SELECT
-        u.id,
-        ember.is_label_carrier(u.id) AS carrier,
-        ember.hidden_reason_unchecked(v.id, u.id) AS hidden,
-        ember.cutover_from_seq(u.id) AS cutover_from
-    FROM undigested AS u
-    CROSS JOIN viewer AS v
-    WHERE
-        NOT ember.is_steward_thread(u.id)
-        AND NOT ember.is_isolated(u.id)
-),
-
-pending AS (
-    SELECT
-        m.thread_id,
-        m.id,
-        g.labels AS categories,
-        c.hidden
-    FROM candidates AS c
-    INNER JOIN ember.messages AS m ON c.id = m.thread_id
-    INNER JOIN ember.generations AS g ON m.generation_id = g.id
-    CROSS JOIN viewer AS v
-    WHERE
-        m.episode_id IS NULL
-        AND (NOT c.carrier OR m.created_at > v.created_at)
-        AND (c.cutover_from IS NULL OR m.seq <= c.cutover_from)
-        AND NOT (c.hidden IS NULL AND g.labels <@ v.tags)
-)
-
 SELECT
-    p.thread_id,
-    count(DISTINCT p.id)::integer AS waiting_rows,
-    ember.label_set(array_agg(c.label) || ember.thread_call_labels(ember.sole_tenant(), p.thread_id)) AS labels,
-    coalesce(
-        p.hidden,
-        format('rows carry labels the steward''s model (%s) is not tagged for', coalesce(v.model, 'none'))
-    ) AS reason
-FROM pending AS p
-LEFT JOIN LATERAL unnest(p.categories) AS c (label) ON TRUE
-CROSS JOIN viewer AS v
-GROUP BY p.thread_id, p.hidden, v.model;
+    w.thread_id,
+    w.waiting_rows,
+    w.labels,
+    w.reason,
+    t.id AS tenant_id
+FROM ember.tenants AS t
+CROSS JOIN LATERAL ember.steward_backlog_waiting(t.id) AS w;

@@ -233,7 +233,9 @@ $$;
 -- rows that would exactly fill a page without it split. The bound thus holds for the text the
 -- model actually receives. Returns [[line, ...], ...]: each page's first line is a header (see
 -- the top of this file), then rows, with another header where the generation changes.
-CREATE OR REPLACE FUNCTION ember.render_pages(p_message_ids bigint[], p_page_tokens integer DEFAULT NULL)
+CREATE OR REPLACE FUNCTION ember.render_pages(
+    p_tenant text, p_message_ids bigint[], p_page_tokens integer DEFAULT NULL
+)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 AS $$
@@ -257,7 +259,7 @@ BEGIN
     END IF;
     v_limit := v_tokens * 4;  -- ceil(chars / 4) <= tokens exactly when chars <= 4 * tokens
     FOR m IN
-        SELECT * FROM ember.messages WHERE id = ANY (p_message_ids) ORDER BY seq
+        SELECT * FROM ember.messages WHERE tenant_id = p_tenant AND id = ANY (p_message_ids) ORDER BY seq
     LOOP
         v_header := ember.render_page_header(m.generation_id);
         v_row_date := to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
@@ -287,4 +289,12 @@ BEGIN
     END IF;
     RETURN v_pages;
 END;
+$$;
+
+-- The one-tenant form, for the callers that do not name the tenant yet (ember.sole_tenant()).
+CREATE OR REPLACE FUNCTION ember.render_pages(p_message_ids bigint[], p_page_tokens integer DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE sql STABLE
+AS $$
+    SELECT ember.render_pages(ember.sole_tenant(), p_message_ids, p_page_tokens)
 $$;

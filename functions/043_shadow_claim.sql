@@ -183,7 +183,7 @@ BEGIN
             WHERE x.tenant_id = v_tenant AND x.generation_id = r.generation_id AND x.seq <= v_through
         ) AS g
         WHERE g.id = ANY (v_ids);
-        v_prediction := ember.shadow_cost_prediction(r.generation_id, v_ids, v_model, pf.response, v_rows, NULL);
+        v_prediction := ember.shadow_cost_prediction(v_tenant, r.generation_id, v_ids, v_model, pf.response, v_rows, NULL);
         -- hot_max_cost_ratio (0: off): a hot run predicted to cost more than that many times its
         -- cold run goes cold, and says so in its reasons.
         v_ratio := ember.setting('hot_max_cost_ratio')::numeric;
@@ -194,9 +194,9 @@ BEGIN
         END IF;
     END IF;
     IF v_path = 'cold' THEN
-        v_pages := ember.render_pages(v_ids);
+        v_pages := ember.render_pages(v_tenant, v_ids);
         v_prediction := coalesce(
-            v_prediction, ember.shadow_cost_prediction(r.generation_id, v_ids, NULL, NULL, NULL, v_pages)
+            v_prediction, ember.shadow_cost_prediction(v_tenant, r.generation_id, v_ids, NULL, NULL, NULL, v_pages)
         );
     END IF;
 

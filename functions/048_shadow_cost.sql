@@ -79,7 +79,7 @@ FROM ember.shadow_runs AS r;
 -- cold_request_tokens per page, at the light model's input price. NULL when no light model may
 -- read the generation. Output is not predicted: it is what the model chooses to write.
 CREATE OR REPLACE FUNCTION ember.shadow_cost_prediction(
-    p_generation uuid, p_ids bigint[], p_hot_model text, p_prefix_response text,
+    p_tenant text, p_generation uuid, p_ids bigint[], p_hot_model text, p_prefix_response text,
     p_hot_rows jsonb, p_cold_pages jsonb
 )
 RETURNS jsonb
@@ -126,7 +126,7 @@ BEGIN
         ) AS r (value);
     ELSE
         SELECT coalesce(sum(length(m.content) + 40), 0) / 4 INTO v_cold
-        FROM ember.messages AS m WHERE m.id = ANY (p_ids);
+        FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY (p_ids);
         v_pages := greatest(1, ceil(v_cold::numeric / ember.setting_int('cold_page_tokens')));
     END IF;
     v_cold := v_cold + v_pages * ember.setting_int('cold_request_tokens');

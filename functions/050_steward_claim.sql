@@ -8,27 +8,30 @@
 -- guard. A lapsed lease is abandoned by the next claim (nothing it read was marked digested, so
 -- the rows are simply offered again).
 
--- The steward's model: its pin (copied once from main by ensure_steward_thread), else the first
--- light model for unlabelled content. Unpinned, the steward sees only unlabelled rows (the
--- backlog view reads its tags as empty), so the routed model is never a downgrade.
-CREATE OR REPLACE FUNCTION ember.steward_model()
+-- The steward's model of a tenant: its pin (copied once from main by ensure_steward_thread),
+-- else the first light model for unlabelled content. Unpinned, the steward sees only unlabelled
+-- rows (the backlog reads its tags as empty), so the routed model is never a downgrade.
+CREATE OR REPLACE FUNCTION ember.steward_model(p_tenant text)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(
-        (SELECT t.model FROM ember.threads AS t WHERE ember.is_steward_thread(t.id)),
+        (SELECT t.model FROM ember.threads AS t
+         WHERE t.tenant_id = p_tenant AND t.kind = 'steward' AND ember.is_steward_thread(p_tenant, t.id)),
         ember.route_model('light', '{}')
     )
 $$;
 
--- The backlog by generation, oldest first, with whether each may be read now and why not.
+-- A tenant's backlog by generation, oldest first, with whether each may be read now and why not.
 --   ready      the generation has ended, or its thread has been idle for idle_before_digest
 --   labelled   the whole generation's labels (ember.generation_labels) are covered by the
 --              steward model's tags; checked per generation, not per row, because reading part
 --              of a generation reports the whole generation as read (report_read_generations)
--- The backlog view already leaves out isolated threads, the steward's own record, main's rows
--- from before the steward existed, and rows whose own labels the model is not tagged for.
-CREATE OR REPLACE FUNCTION ember.steward_backlog_generations(p_now timestamptz DEFAULT clock_timestamp())
+-- The backlog already leaves out isolated threads, the steward's own record, main's rows from
+-- before the steward existed, and rows whose own labels the model is not tagged for.
+CREATE OR REPLACE FUNCTION ember.steward_backlog_generations(
+    p_tenant text, p_now timestamptz DEFAULT clock_timestamp()
+)
 RETURNS TABLE (
     generation_id uuid,
     thread_id text,
@@ -42,7 +45,7 @@ LANGUAGE sql STABLE
 AS $$
     WITH b AS (
         SELECT bl.generation_id, bl.thread_id, min(bl.seq) AS first_seq, count(*)::integer AS row_count
-        FROM ember.backlog AS bl
+        FROM ember.steward_backlog(p_tenant) AS bl
         GROUP BY bl.generation_id, bl.thread_id
     )
     SELECT
@@ -54,46 +57,48 @@ AS $$
         g.ended_at IS NOT NULL
         OR (
             SELECT m.created_at FROM ember.messages AS m
-            WHERE m.thread_id = b.thread_id ORDER BY m.seq DESC LIMIT 1
+            WHERE m.tenant_id = p_tenant AND m.thread_id = b.thread_id ORDER BY m.seq DESC LIMIT 1
         ) <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest'),
         ember.generation_labels(b.generation_id) <@ coalesce(
-            (SELECT md.tags FROM ember.models AS md WHERE md.id = ember.steward_model()), '{}'
+            (SELECT md.tags FROM ember.models AS md WHERE md.id = ember.steward_model(p_tenant)), '{}'
         )
     FROM b
-    INNER JOIN ember.generations AS g ON g.id = b.generation_id
+    INNER JOIN ember.generations AS g ON g.tenant_id = p_tenant AND g.id = b.generation_id
     ORDER BY b.first_seq
 $$;
 
 -- Whether generation p_generation of thread p_thread has undigested rows the steward owns: all of
 -- them while the thread is not cut over, else only those at or below the cut-over point, the one
--- rule of ownership (ember.cutover_from_seq) that the backlog view reads too. Rows above the point
+-- rule of ownership (ember.cutover_from_seq) that the backlog reads too. Rows above the point
 -- are shadow's, and never wake the steward.
-CREATE OR REPLACE FUNCTION ember.steward_owns_undigested(p_thread text, p_generation uuid)
+CREATE OR REPLACE FUNCTION ember.steward_owns_undigested(p_tenant text, p_thread text, p_generation uuid)
 RETURNS boolean
 LANGUAGE plpgsql STABLE
 AS $$
 DECLARE
-    v_from bigint := ember.cutover_from_seq(p_thread);
+    v_from bigint := ember.cutover_from_seq(p_tenant, p_thread);
 BEGIN
     IF v_from IS NULL THEN
         RETURN true;
     END IF;
     RETURN EXISTS (
         SELECT 1 FROM ember.messages AS m
-        WHERE m.generation_id = p_generation AND m.seq <= v_from AND m.episode_id IS NULL
+        WHERE m.tenant_id = p_tenant AND m.generation_id = p_generation AND m.seq <= v_from
+            AND m.episode_id IS NULL
     );
 END;
 $$;
 
--- Whether a claim could find steward work now, answered from generation_progress through its
--- partial indexes (db/migrations/0045_steward_due.sql) without reading the backlog: some
--- generation the steward reads has undigested rows, is covered by the steward model's tags, and
--- has ended or has had no row for idle_before_digest. It may say true when the backlog's finer
--- rules (a carrier's rows from before the steward, a thread hidden from the steward) leave
--- nothing to read, which costs one claim; it never says false when a claim would find work,
--- since a generation's last row is never later than its thread's. The worker asks this before
--- it claims, and claim_steward_run asks it before reading the backlog.
-CREATE OR REPLACE FUNCTION ember.steward_has_work(p_now timestamptz DEFAULT clock_timestamp())
+-- Whether a claim could find steward work of one tenant now, answered from generation_progress
+-- through its partial indexes (tenant first, db/migrations/0053_tenant_thread_indexes.sql)
+-- without reading the backlog: some generation the steward reads has undigested rows, is covered
+-- by the steward model's tags, and has ended or has had no row for idle_before_digest. It may say
+-- true when the backlog's finer rules (a carrier's rows from before the steward, a thread hidden
+-- from the steward) leave nothing to read, which costs one claim; it never says false when a
+-- claim would find work, since a generation's last row is never later than its thread's.
+CREATE OR REPLACE FUNCTION ember.steward_tenant_has_work(
+    p_tenant text, p_now timestamptz DEFAULT clock_timestamp()
+)
 RETURNS boolean
 LANGUAGE plpgsql STABLE
 AS $$
@@ -102,7 +107,7 @@ DECLARE
     v_model text;
 BEGIN
     SELECT t.model INTO v_model FROM ember.threads AS t
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id);
+    WHERE t.tenant_id = p_tenant AND t.kind = 'steward' AND ember.is_steward_thread(p_tenant, t.id);
     IF NOT FOUND THEN
         RETURN false;
     END IF;
@@ -111,19 +116,62 @@ BEGIN
     RETURN EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
-        INNER JOIN ember.generations AS g ON g.id = p.generation_id
-        WHERE p.undigested > 0 AND p.steward_reads AND p.ended AND g.labels <@ v_tags
-            AND ember.steward_owns_undigested(p.thread_id, p.generation_id)
+        INNER JOIN ember.generations AS g ON g.tenant_id = p.tenant_id AND g.id = p.generation_id
+        WHERE p.tenant_id = p_tenant AND p.undigested > 0 AND p.steward_reads AND p.ended
+            AND g.labels <@ v_tags
+            AND ember.steward_owns_undigested(p_tenant, p.thread_id, p.generation_id)
     ) OR EXISTS (
         SELECT 1
         FROM ember.generation_progress AS p
-        INNER JOIN ember.generations AS g ON g.id = p.generation_id
-        WHERE p.undigested > 0 AND p.steward_reads
+        INNER JOIN ember.generations AS g ON g.tenant_id = p.tenant_id AND g.id = p.generation_id
+        WHERE p.tenant_id = p_tenant AND p.undigested > 0 AND p.steward_reads
             AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
             AND g.labels <@ v_tags
-            AND ember.steward_owns_undigested(p.thread_id, p.generation_id)
+            AND ember.steward_owns_undigested(p_tenant, p.thread_id, p.generation_id)
     );
 END;
+$$;
+
+-- The tenants whose steward has work now (steward_tenant_has_work), in the order claims serve
+-- them: the tenant whose steward was claimed longest ago (or never) first, so a tenant with a
+-- large backlog takes one wake in turn with every other tenant that has work, never all of them.
+-- The candidates come from the partial indexes of pending generations, so the cost follows the
+-- tenants with pending work, not every tenant the deployment holds.
+CREATE OR REPLACE FUNCTION ember.steward_work_tenants(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS TABLE (tenant_id text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT c.tenant_id
+    FROM (
+        SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
+        WHERE p.undigested > 0 AND p.steward_reads AND p.ended
+        UNION
+        SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
+        WHERE p.undigested > 0 AND p.steward_reads
+            AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
+    ) AS c
+    WHERE ember.steward_tenant_has_work(c.tenant_id, p_now)
+    ORDER BY (SELECT max(r.id) FROM ember.steward_runs AS r WHERE r.tenant_id = c.tenant_id) NULLS FIRST, c.tenant_id
+$$;
+
+-- Whether a claim could find steward work of any tenant now. The worker asks this before it
+-- claims (in the same statement), so an idle steward costs an index probe, not a lock.
+CREATE OR REPLACE FUNCTION ember.steward_has_work(p_now timestamptz DEFAULT clock_timestamp())
+RETURNS boolean
+LANGUAGE sql STABLE
+AS $$
+    SELECT EXISTS (
+        SELECT 1
+        FROM (
+            SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
+            WHERE p.undigested > 0 AND p.steward_reads AND p.ended
+            UNION
+            SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
+            WHERE p.undigested > 0 AND p.steward_reads
+                AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
+        ) AS c
+        WHERE ember.steward_tenant_has_work(c.tenant_id, p_now)
+    )
 $$;
 
 -- Pages for the steward: each generation's rows through the one pager (ember.render_pages),
@@ -131,37 +179,42 @@ $$;
 -- rather than over all ids at once keeps a thread's rows together: the pager orders by seq, and
 -- rows of several threads interleaved by seq would read as one conversation switching speakers.
 -- The pager's header line names the thread and the generation, which a model may cite whole.
-CREATE OR REPLACE FUNCTION ember.steward_pages(p_message_ids bigint[])
+CREATE OR REPLACE FUNCTION ember.steward_pages(p_tenant text, p_message_ids bigint[])
 RETURNS jsonb
 LANGUAGE sql STABLE
 AS $$
     SELECT coalesce(jsonb_agg(page.text ORDER BY g.first_seq, page.ord), '[]')
     FROM (
         SELECT m.generation_id, min(m.seq) AS first_seq, array_agg(m.id) AS ids
-        FROM ember.messages AS m WHERE m.id = ANY(p_message_ids)
+        FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = ANY(p_message_ids)
         GROUP BY m.generation_id
     ) AS g
     CROSS JOIN LATERAL (
         SELECT p.ord, (SELECT string_agg(l.line, E'\n' ORDER BY l.o)
                        FROM jsonb_array_elements_text(p.lines) WITH ORDINALITY AS l (line, o)) AS text
-        FROM jsonb_array_elements(ember.render_pages(g.ids)) WITH ORDINALITY AS p (lines, ord)
+        FROM jsonb_array_elements(ember.render_pages(p_tenant, g.ids)) WITH ORDINALITY AS p (lines, ord)
     ) AS page
 $$;
 
--- Abandon the steward's running run if its lease lapsed. Returns the run abandoned, if any.
-CREATE OR REPLACE FUNCTION ember.steward_abandon_expired(p_now timestamptz DEFAULT clock_timestamp())
+-- Abandon the tenant's running steward run if its lease lapsed. Returns the run abandoned, if any.
+CREATE OR REPLACE FUNCTION ember.steward_abandon_expired(p_tenant text, p_now timestamptz DEFAULT clock_timestamp())
 RETURNS bigint
 LANGUAGE sql
 AS $$
     UPDATE ember.steward_runs
     SET status = 'abandoned', error = 'lease expired',
         finished_at = greatest(lease_expires_at, started_at)
-    WHERE status = 'running' AND lease_expires_at <= ember.require_now(p_now)
+    WHERE tenant_id = p_tenant AND status = 'running' AND lease_expires_at <= ember.require_now(p_now)
     RETURNING id
 $$;
 
 -- Its length: one wake's claim under the steward thread's lock, in order (work, lock, expired runs,
 -- pages within the token budget, model check, run insert); benchmarked (B6, B11).
+--
+-- Tenants. The claim spans tenants and takes one tenant's backlog: the first tenant of
+-- steward_work_tenants (the one served longest ago) whose steward thread it can lock and whose
+-- steward has no run out. Each tenant's steward runs one wake at a time, so concurrent claims
+-- serve different tenants; the plan names the tenant, and every later call about the run takes it.
 CREATE OR REPLACE FUNCTION ember.claim_steward_run(
     p_worker text, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
 )
@@ -185,6 +238,7 @@ DECLARE
     v_message bigint;
     v_run ember.steward_runs;
     v_tenant text;
+    v_found boolean := false;
     m ember.messages;
 BEGIN
     PERFORM ember.require_now(p_now);
@@ -198,37 +252,30 @@ BEGIN
 
     -- Nothing to read, nothing to lock: asked first, the claim with no work writes nothing (the
     -- row lock below is a write). An expired run then waits for the next claim with work.
-    IF NOT ember.steward_has_work(p_now) THEN
-        RETURN NULL;
-    END IF;
-
-    -- No steward thread, no steward (ensure_steward_thread runs at system start).
-    -- kind = 'steward' finds the one candidate through the index on kind; is_steward_thread
-    -- still decides. Asking it of every thread cost a call per thread on every claim.
-    SELECT t.tenant_id INTO v_tenant FROM ember.threads AS t
-    WHERE t.kind = 'steward' AND ember.is_steward_thread(t.id)
-    FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-    PERFORM ember.steward_abandon_expired(p_now);
-    IF EXISTS (SELECT 1 FROM ember.steward_runs WHERE status = 'running') THEN
-        RETURN NULL;
-    END IF;
-
-    v_model := ember.steward_model();
-    SELECT * INTO md FROM ember.models WHERE id = v_model;
-    IF NOT FOUND THEN
-        RETURN NULL;
-    END IF;
-
-    v_gens := ARRAY(
-        SELECT s.generation_id FROM ember.steward_backlog_generations(p_now) AS s
-        WHERE s.ready AND s.covered
-        ORDER BY s.first_seq
-        LIMIT ember.setting_int('steward_wake_generations')
-    );
-    IF cardinality(v_gens) = 0 THEN
+    FOR v_tenant IN SELECT w.tenant_id FROM ember.steward_work_tenants(p_now) AS w LOOP
+        -- No steward thread, no steward (ensure_steward_thread runs at system start). Locked
+        -- SKIP LOCKED: another claim has this tenant's steward, or a write to it is open.
+        PERFORM 1 FROM ember.threads AS t
+        WHERE t.tenant_id = v_tenant AND t.kind = 'steward' AND ember.is_steward_thread(v_tenant, t.id)
+        FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        PERFORM ember.steward_abandon_expired(v_tenant, p_now);
+        CONTINUE WHEN EXISTS (
+            SELECT 1 FROM ember.steward_runs WHERE tenant_id = v_tenant AND status = 'running'
+        );
+        v_model := ember.steward_model(v_tenant);
+        SELECT * INTO md FROM ember.models WHERE id = v_model;
+        CONTINUE WHEN NOT FOUND;
+        v_gens := ARRAY(
+            SELECT s.generation_id FROM ember.steward_backlog_generations(v_tenant, p_now) AS s
+            WHERE s.ready AND s.covered
+            ORDER BY s.first_seq
+            LIMIT ember.setting_int('steward_wake_generations')
+        );
+        v_found := cardinality(v_gens) > 0;
+        EXIT WHEN v_found;
+    END LOOP;
+    IF NOT v_found THEN
         RETURN NULL;
     END IF;
 
@@ -237,7 +284,7 @@ BEGIN
     -- rest waits for the next wake.
     FOR m IN
         SELECT msg.*
-        FROM ember.backlog AS b
+        FROM ember.steward_backlog(v_tenant) AS b
         INNER JOIN ember.messages AS msg ON msg.tenant_id = v_tenant AND msg.id = b.id AND msg.thread_id = b.thread_id
         INNER JOIN unnest(v_gens) WITH ORDINALITY AS g (id, ord) ON g.id = b.generation_id
         ORDER BY g.ord, b.seq
@@ -261,7 +308,7 @@ BEGIN
             USING ERRCODE = 'EM022';
     END IF;
 
-    v_pages := ember.steward_pages(v_ids);
+    v_pages := ember.steward_pages(v_tenant, v_ids);
     v_intro := format('Backlog to digest: %s rows in %s pages. Cite rows by the number after "m:".',
                       cardinality(v_ids), jsonb_array_length(v_pages));
     v_blocks := jsonb_build_array(jsonb_build_object('type', 'text', 'text', v_intro))
@@ -276,11 +323,11 @@ BEGIN
     );
 
     INSERT INTO ember.steward_runs (
-        generation_id, model, read_message_ids, read_generations, read_tokens,
+        tenant_id, generation_id, model, read_message_ids, read_generations, read_tokens,
         price_as_of, price_input, price_output, price_cache_write_5m, price_cache_write_1h,
         price_cache_read, started_at, worker, lease_token, lease_expires_at
     ) VALUES (
-        v_generation, v_model, v_ids, v_read_gens, v_tokens,
+        v_tenant, v_generation, v_model, v_ids, v_read_gens, v_tokens,
         md.price_as_of, md.price_input, md.price_output, md.price_cache_write_5m,
         md.price_cache_write_1h, md.price_cache_read, p_now, p_worker, gen_random_uuid(), p_now + p_lease
     )
@@ -290,6 +337,7 @@ BEGIN
         'run_id', v_run.id,
         'lease_token', v_run.lease_token,
         'lease_expires_at', v_run.lease_expires_at,
+        'tenant', v_tenant,
         'thread_id', 'memory-steward',
         'generation_id', v_generation,
         'episode_id', v_run.episode_id,
@@ -298,7 +346,8 @@ BEGIN
         'generations', to_jsonb(v_read_gens),
         'row_count', cardinality(v_ids),
         'first_message_id', v_ids[1],
-        'last_message_id', (SELECT m2.id FROM ember.messages AS m2 WHERE m2.id = ANY(v_ids)
+        'last_message_id', (SELECT m2.id FROM ember.messages AS m2
+                            WHERE m2.tenant_id = v_tenant AND m2.id = ANY(v_ids)
                             ORDER BY m2.seq DESC LIMIT 1),
         'read_tokens', v_tokens,
         'pages', v_pages,
@@ -312,7 +361,7 @@ $$;
 -- Push the lease of a running run forward (a long run between rounds). Refused like a step:
 -- unknown run EM061, wrong token EM062, lapsed lease EM063, run not running EM064.
 CREATE OR REPLACE FUNCTION ember.extend_steward_lease(
-    p_run bigint, p_lease_token uuid, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_run bigint, p_lease_token uuid, p_lease interval, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS timestamptz
 LANGUAGE plpgsql
@@ -324,9 +373,9 @@ BEGIN
         RAISE EXCEPTION 'a steward lease must be positive, got %', coalesce(p_lease::text, 'none')
             USING ERRCODE = 'EM060';
     END IF;
-    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    r := ember.steward_run_for_write(p_tenant, p_run, p_lease_token, p_now);
     UPDATE ember.steward_runs SET lease_expires_at = ember.require_now(p_now) + p_lease
-    WHERE id = p_run
+    WHERE tenant_id = p_tenant AND id = p_run
     RETURNING lease_expires_at INTO r.lease_expires_at;
     RETURN r.lease_expires_at;
 END;

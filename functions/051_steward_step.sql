@@ -7,7 +7,7 @@
 -- The run, locked, when the caller may write to it; otherwise the named refusal. "Now" is a
 -- parameter so tests can let a lease lapse without sleeping.
 CREATE OR REPLACE FUNCTION ember.steward_run_for_write(
-    p_run bigint, p_lease_token uuid, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_run bigint, p_lease_token uuid, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS ember.steward_runs
 LANGUAGE plpgsql
@@ -17,11 +17,15 @@ DECLARE
 BEGIN
     PERFORM ember.require_now(p_now);
     -- Lock order steward thread, then run: the same order as claim_steward_run.
-    PERFORM ember.lock_thread(ember.sole_tenant(), 'memory-steward');
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run FOR UPDATE;
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'unknown steward run %', coalesce(p_run::text, 'NULL') USING ERRCODE = 'EM061';
+        RAISE EXCEPTION 'unknown steward run % of tenant %', coalesce(p_run::text, 'NULL'),
+            coalesce(quote_literal(p_tenant), 'none')
+            USING ERRCODE = 'EM061';
     END IF;
+    PERFORM ember.lock_thread(p_tenant, r.thread_id);
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run AND thread_id = r.thread_id
+    FOR UPDATE;
     IF p_lease_token IS NULL OR p_lease_token <> r.lease_token THEN
         RAISE EXCEPTION 'steward run %: the lease token does not match; the run is held by another claim', p_run
             USING ERRCODE = 'EM062';
@@ -75,7 +79,7 @@ BEGIN
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.steward_add_usage(p_run bigint, p_usage jsonb, p_latency_ms bigint)
+CREATE OR REPLACE FUNCTION ember.steward_add_usage(p_tenant text, p_run bigint, p_usage jsonb, p_latency_ms bigint)
 RETURNS void
 LANGUAGE sql
 AS $$
@@ -88,7 +92,7 @@ AS $$
         cache_write_1h_tokens = cache_write_1h_tokens
             + coalesce((p_usage #>> '{cache_creation,ephemeral_1h_input_tokens}')::bigint, 0),
         latency_ms = latency_ms + coalesce(p_latency_ms, 0)
-    WHERE id = p_run
+    WHERE tenant_id = p_tenant AND id = p_run
 $$;
 
 -- What the worker sends back when the model answered without any tool call: the steward's
@@ -174,6 +178,7 @@ $$;
 -- Its length: after the response's checks (steward_response_check), the tool calls applied in
 -- order and the lease judged again at the end; one transaction's sequence around one loop.
 CREATE OR REPLACE FUNCTION ember.steward_step(
+    p_tenant text,
     p_run bigint,
     p_lease_token uuid,
     p_response jsonb,
@@ -199,22 +204,23 @@ DECLARE
     v_started timestamptz := clock_timestamp();
     v_prompt text;
 BEGIN
-    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    r := ember.steward_run_for_write(p_tenant, p_run, p_lease_token, p_now);
     PERFORM ember.steward_response_check(p_run, p_response, p_embeddings, p_latency_ms, p_rejections);
 
     v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
 
-    PERFORM ember.steward_add_usage(p_run, p_response -> 'usage', p_latency_ms);
+    PERFORM ember.steward_add_usage(p_tenant, p_run, p_response -> 'usage', p_latency_ms);
     UPDATE ember.steward_runs SET rounds = rounds + 1, prompt_sha256 = coalesce(v_prompt, prompt_sha256)
-    WHERE id = p_run RETURNING * INTO r;
+    WHERE tenant_id = p_tenant AND id = p_run RETURNING * INTO r;
 
     -- A thread this run read was sealed while the run was out. Every later round would send its
     -- rows again (the conversation starts with the pages), and a fact written now would come from
     -- them: the run fails here, before any tool applies and before the worker builds another
     -- request. Nothing is marked digested; the sealed rows are never offered again.
     IF EXISTS (SELECT 1 FROM ember.messages AS m
-               WHERE m.id = ANY(r.read_message_ids) AND ember.is_isolated(m.thread_id)) THEN
-        PERFORM ember.steward_end_failed(p_run, 'thread-isolated: a thread this run read was sealed', p_now);
+               WHERE m.tenant_id = p_tenant AND m.id = ANY(r.read_message_ids)
+                   AND ember.is_isolated(p_tenant, m.thread_id)) THEN
+        PERFORM ember.steward_end_failed(p_tenant, p_run, 'thread-isolated: a thread this run read was sealed', p_now);
         RETURN jsonb_build_object(
             'run_id', p_run, 'status', 'failed', 'round', r.rounds, 'finished', false,
             'results', '[]'::jsonb, 'reminder', NULL
@@ -244,7 +250,7 @@ BEGIN
             v_error := true;
         ELSE
             SELECT t.content, t.is_error INTO v_content, v_error FROM ember.steward_apply_tool(
-                p_run, b ->> 'name', b -> 'input', coalesce(p_embeddings, '{}') -> (b ->> 'id'), p_now
+                p_tenant, p_run, b ->> 'name', b -> 'input', coalesce(p_embeddings, '{}') -> (b ->> 'id'), p_now
             ) AS t;
         END IF;
         PERFORM ember.append_steward_record(
@@ -268,7 +274,7 @@ BEGIN
         PERFORM ember.append_steward_record(r.tenant_id, 'user', v_reminder, 'system', p_now => p_now);
     END IF;
 
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
     -- The lease judged again at the end, on the time the step took: a step that outlived its lease
     -- commits nothing (the next claim abandons the run), as a late step refused at the start would.
     IF p_now + (clock_timestamp() - v_started) >= r.lease_expires_at THEN
@@ -280,8 +286,8 @@ BEGIN
     -- Out of rounds and not finished: the run fails here, so a worker that keeps calling cannot
     -- spend past the limit, and nothing is marked digested.
     IF r.status = 'running' AND r.rounds >= ember.setting_int('steward_max_rounds') THEN
-        PERFORM ember.steward_end_failed(p_run, format('round limit: %s rounds without finish', r.rounds), p_now);
-        SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+        PERFORM ember.steward_end_failed(p_tenant, p_run, format('round limit: %s rounds without finish', r.rounds), p_now);
+        SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
     END IF;
 
     RETURN jsonb_build_object(
@@ -297,19 +303,20 @@ $$;
 
 -- End a run as failed: nothing it read is marked digested, and the facts it wrote stay (each was
 -- valid when written, with its evidence; the backlog is offered again and may confirm them).
-CREATE OR REPLACE FUNCTION ember.steward_end_failed(p_run bigint, p_error text, p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.steward_end_failed(p_tenant text, p_run bigint, p_error text, p_now timestamptz)
 RETURNS void
 LANGUAGE sql
 AS $$
     UPDATE ember.steward_runs
     SET status = 'failed', error = p_error, finished_at = greatest(p_now, started_at)
-    WHERE id = p_run AND status = 'running'
+    WHERE tenant_id = p_tenant AND id = p_run AND status = 'running'
 $$;
 
 -- The worker gives up on a run (a model error, a cancelled task, the round limit seen first by
 -- the worker). p_usage and p_latency_ms account a last call that produced no step, and
 -- p_prompt_sha256 records the prompt it was sent with, as in steward_step.
 CREATE OR REPLACE FUNCTION ember.fail_steward_run(
+    p_tenant text,
     p_run bigint,
     p_lease_token uuid,
     p_error text,
@@ -326,7 +333,7 @@ DECLARE
     v_reason text;
     v_prompt text;
 BEGIN
-    r := ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    r := ember.steward_run_for_write(p_tenant, p_run, p_lease_token, p_now);
     IF p_error IS NULL OR btrim(p_error) = '' THEN
         RAISE EXCEPTION 'steward run %: a failed run needs an error text', p_run USING ERRCODE = 'EM065';
     END IF;
@@ -339,9 +346,10 @@ BEGIN
             USING ERRCODE = 'EM065';
     END IF;
     v_prompt := ember.prompt_digest(to_jsonb(p_prompt_sha256), format('steward run %s', p_run));
-    PERFORM ember.steward_add_usage(p_run, p_usage, p_latency_ms);
-    UPDATE ember.steward_runs SET prompt_sha256 = coalesce(v_prompt, prompt_sha256) WHERE id = p_run;
-    PERFORM ember.steward_end_failed(p_run, p_error, p_now);
+    PERFORM ember.steward_add_usage(p_tenant, p_run, p_usage, p_latency_ms);
+    UPDATE ember.steward_runs SET prompt_sha256 = coalesce(v_prompt, prompt_sha256)
+    WHERE tenant_id = p_tenant AND id = p_run;
+    PERFORM ember.steward_end_failed(p_tenant, p_run, p_error, p_now);
     RETURN jsonb_build_object('run_id', p_run, 'status', 'failed', 'error', p_error);
 END;
 $$;
@@ -349,15 +357,15 @@ $$;
 -- Hand a running run back (the worker is shutting down): it ends abandoned, nothing it read is
 -- marked digested, and the next claim offers the same rows at once instead of after the lease.
 CREATE OR REPLACE FUNCTION ember.release_steward_run(
-    p_run bigint, p_lease_token uuid, p_now timestamptz DEFAULT clock_timestamp()
+    p_tenant text, p_run bigint, p_lease_token uuid, p_now timestamptz DEFAULT clock_timestamp()
 )
 RETURNS void
 LANGUAGE plpgsql
 AS $$
 BEGIN
-    PERFORM ember.steward_run_for_write(p_run, p_lease_token, p_now);
+    PERFORM ember.steward_run_for_write(p_tenant, p_run, p_lease_token, p_now);
     UPDATE ember.steward_runs
     SET status = 'abandoned', error = 'released by its worker', finished_at = greatest(p_now, started_at)
-    WHERE id = p_run;
+    WHERE tenant_id = p_tenant AND id = p_run;
 END;
 $$;

@@ -72,7 +72,7 @@ $$;
 -- search_memory answer only repeats fact texts, and check_evidence refuses them by name. The kind
 -- rules run first so that a pointer into an isolated thread or at no row at all is named as such,
 -- which tells the model more than "not seen".
-CREATE OR REPLACE FUNCTION ember.steward_evidence_error(p_run bigint, p_kind text, p_evidence jsonb)
+CREATE OR REPLACE FUNCTION ember.steward_evidence_error(p_tenant text, p_run bigint, p_kind text, p_evidence jsonb)
 RETURNS text
 LANGUAGE sql STABLE
 AS $$
@@ -81,12 +81,13 @@ AS $$
         ember.evidence_seen_error(p_evidence, r.read_message_ids, r.read_generations)
     )
     FROM ember.steward_runs AS r
-    WHERE r.id = p_run
+    WHERE r.tenant_id = p_tenant AND r.id = p_run
 $$;
 
--- The facts named by p_ids that the steward may change: active and visible to it. The reason
--- never says more about a hidden fact than that it is not one the steward can use.
-CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_ids bigint[])
+-- The facts named by p_ids that the tenant's steward may change: the tenant's, active and
+-- visible to it. The reason never says more about a hidden fact, or another tenant's, than that
+-- it is not one the steward can use.
+CREATE OR REPLACE FUNCTION ember.steward_active_facts(p_tenant text, p_ids bigint[])
 RETURNS SETOF ember.facts
 LANGUAGE plpgsql
 AS $$
@@ -95,7 +96,7 @@ DECLARE
     f ember.facts;
 BEGIN
     FOREACH v_id IN ARRAY p_ids LOOP
-        SELECT * INTO f FROM ember.facts WHERE id = v_id FOR UPDATE;
+        SELECT * INTO f FROM ember.facts WHERE tenant_id = p_tenant AND id = v_id FOR UPDATE;
         IF NOT FOUND OR ember.fact_hidden_reason('memory-steward', f) IS NOT NULL THEN
             PERFORM ember.steward_tool_error(format('fact %s does not exist', v_id));
         END IF;
@@ -111,7 +112,7 @@ $$;
 -- Insert one fact with its evidence; labels are the run's generation's (what it read), plus any
 -- given (the labels of facts merged into it): a merge never drops a label.
 CREATE OR REPLACE FUNCTION ember.steward_insert_fact(
-    p_run bigint, p_text text, p_kind text, p_evidence jsonb, p_embedding jsonb,
+    p_tenant text, p_run bigint, p_text text, p_kind text, p_evidence jsonb, p_embedding jsonb,
     p_more_labels text[], p_more_sources text[], p_now timestamptz
 )
 RETURNS bigint
@@ -122,16 +123,16 @@ DECLARE
     v_reason text;
     v_id bigint;
 BEGIN
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
-    v_reason := ember.steward_evidence_error(p_run, p_kind, p_evidence);
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
+    v_reason := ember.steward_evidence_error(p_tenant, p_run, p_kind, p_evidence);
     IF v_reason IS NOT NULL THEN
         PERFORM ember.steward_tool_error('evidence refused: ' || v_reason);
     END IF;
     INSERT INTO ember.facts (
-        text, evidence_kind, categories, run_id, source_threads, embedding, embedding_model,
+        tenant_id, text, evidence_kind, categories, run_id, source_threads, embedding, embedding_model,
         created_at, updated_at
     ) VALUES (
-        p_text, p_kind,
+        p_tenant, p_text, p_kind,
         ember.label_set(ember.generation_labels(r.generation_id) || p_more_labels),
         p_run,
         ember.label_set(p_more_sources || ARRAY(
@@ -142,8 +143,8 @@ BEGIN
         p_now, p_now
     )
     RETURNING id INTO v_id;
-    INSERT INTO ember.fact_evidence (fact_id, ordinal, message_id, generation_id)
-    SELECT v_id, x.ordinality, (x.value ->> 'message_id')::bigint, (x.value ->> 'generation_id')::uuid
+    INSERT INTO ember.fact_evidence (tenant_id, fact_id, ordinal, message_id, generation_id)
+    SELECT p_tenant, v_id, x.ordinality, (x.value ->> 'message_id')::bigint, (x.value ->> 'generation_id')::uuid
     FROM jsonb_array_elements(p_evidence) WITH ORDINALITY AS x (value, ordinality);
     RETURN v_id;
 END;
@@ -185,7 +186,9 @@ $$;
 -- cleaned and normalised, ember.normalize_fact_text) is not written again: the answer names the
 -- fact that holds it, and the call is not an error, since what the model wanted is in memory.
 -- A promoted fact found so is confirmed by the steward (fact_confirmed, 097_cutover.sql).
-CREATE OR REPLACE FUNCTION ember.steward_write_fact(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.steward_write_fact(
+    p_tenant text, p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz
+)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -197,24 +200,27 @@ BEGIN
     v_text := ember.steward_fact_text_arg(p_input);
     SELECT f.id INTO v_id
     FROM ember.facts AS f
-    WHERE f.status = 'active'
+    WHERE f.tenant_id = p_tenant
+      AND f.status = 'active'
       AND f.text_key = ember.normalize_fact_text(ember.clean_fact_text(v_text))
       AND ember.fact_hidden_reason('memory-steward', f) IS NULL
     ORDER BY f.id
     LIMIT 1;
     IF v_id IS NOT NULL THEN
-        PERFORM ember.fact_confirmed(v_id, p_run, p_input, p_now);
+        PERFORM ember.fact_confirmed(p_tenant, v_id, p_run, p_input, p_now);
         RETURN format('fact %s already states this; nothing written', v_id);
     END IF;
     v_id := ember.steward_insert_fact(
-        p_run, v_text, ember.steward_kind_arg(p_input),
+        p_tenant, p_run, v_text, ember.steward_kind_arg(p_input),
         p_input -> 'evidence', p_embedding, '{}', '{}', p_now
     );
     RETURN format('fact %s written', v_id);
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.steward_merge_facts(p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.steward_merge_facts(
+    p_tenant text, p_run bigint, p_input jsonb, p_embedding jsonb, p_now timestamptz
+)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -237,20 +243,20 @@ BEGIN
     END IF;
     SELECT ember.label_set(array_agg(c)), ember.label_set(array_agg(s))
     INTO v_labels, v_sources
-    FROM ember.steward_active_facts(v_ids) AS f
+    FROM ember.steward_active_facts(p_tenant, v_ids) AS f
     LEFT JOIN LATERAL unnest(f.categories) AS c ON TRUE
     LEFT JOIN LATERAL unnest(f.source_threads) AS s ON TRUE;
     v_id := ember.steward_insert_fact(
-        p_run, ember.steward_fact_text_arg(p_input), ember.steward_kind_arg(p_input),
+        p_tenant, p_run, ember.steward_fact_text_arg(p_input), ember.steward_kind_arg(p_input),
         p_input -> 'evidence', p_embedding, v_labels, v_sources, p_now
     );
     UPDATE ember.facts SET status = 'merged', merged_into = v_id, updated_at = p_now
-    WHERE id = ANY(v_ids);
+    WHERE tenant_id = p_tenant AND id = ANY(v_ids);
     RETURN format('facts %s merged into fact %s', array_to_string(v_ids, ', '), v_id);
 END;
 $$;
 
-CREATE OR REPLACE FUNCTION ember.steward_retire_fact(p_input jsonb, p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.steward_retire_fact(p_tenant text, p_input jsonb, p_now timestamptz)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -261,9 +267,9 @@ BEGIN
     PERFORM ember.steward_check_keys(p_input, ARRAY['fact_id', 'reason']);
     v_id := ember.steward_id_arg(p_input -> 'fact_id', 'fact_id');
     v_reason := ember.steward_text_arg(p_input, 'reason');
-    PERFORM 1 FROM ember.steward_active_facts(ARRAY[v_id]);
+    PERFORM 1 FROM ember.steward_active_facts(p_tenant, ARRAY[v_id]);
     UPDATE ember.facts SET status = 'retired', retired_reason = v_reason, updated_at = p_now
-    WHERE id = v_id;
+    WHERE tenant_id = p_tenant AND id = v_id;
     RETURN format('fact %s retired', v_id);
 END;
 $$;
@@ -271,7 +277,7 @@ $$;
 -- search_memory as the steward's tool: the facts it may read, one line each. The generations
 -- behind each returned fact's evidence are reported as read, so the rows the steward writes
 -- after reading a fact carry that fact's labels too.
-CREATE OR REPLACE FUNCTION ember.steward_search_tool(p_run bigint, p_input jsonb, p_embedding jsonb)
+CREATE OR REPLACE FUNCTION ember.steward_search_tool(p_tenant text, p_run bigint, p_input jsonb, p_embedding jsonb)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -282,7 +288,7 @@ DECLARE
     v_lines text;
     v_ids bigint[];
 BEGIN
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
     PERFORM ember.steward_check_keys(p_input, ARRAY['query'], ARRAY['limit']);
     v_query := ember.steward_text_arg(p_input, 'query');
     PERFORM ember.steward_bounded_arg(v_query, 'query', 'max_query_chars');
@@ -311,8 +317,8 @@ BEGIN
     PERFORM ember.report_read_generations(r.generation_id, ARRAY(
         SELECT DISTINCT coalesce(e.generation_id, m.generation_id)
         FROM ember.fact_evidence AS e
-        LEFT JOIN ember.messages AS m ON m.id = e.message_id
-        WHERE e.fact_id = ANY(v_ids)
+        LEFT JOIN ember.messages AS m ON m.tenant_id = e.tenant_id AND m.id = e.message_id
+        WHERE e.tenant_id = p_tenant AND e.fact_id = ANY(v_ids)
     ));
     RETURN v_lines;
 END;
@@ -320,7 +326,7 @@ $$;
 
 -- finish(through_message_id): marks the rows this run read, up to and including that row (in
 -- seq order), with the run's episode_id, and completes the run. The only writer of episode_id.
-CREATE OR REPLACE FUNCTION ember.steward_finish(p_run bigint, p_input jsonb, p_now timestamptz)
+CREATE OR REPLACE FUNCTION ember.steward_finish(p_tenant text, p_run bigint, p_input jsonb, p_now timestamptz)
 RETURNS text
 LANGUAGE plpgsql
 AS $$
@@ -330,7 +336,7 @@ DECLARE
     v_seq bigint;
     v_count integer;
 BEGIN
-    SELECT * INTO r FROM ember.steward_runs WHERE id = p_run;
+    SELECT * INTO r FROM ember.steward_runs WHERE tenant_id = p_tenant AND id = p_run;
     PERFORM ember.steward_check_keys(p_input, ARRAY['through_message_id']);
     v_through := ember.steward_id_arg(p_input -> 'through_message_id', 'through_message_id');
     IF NOT v_through = ANY(r.read_message_ids) THEN
@@ -338,13 +344,13 @@ BEGIN
             'message %s is not a row this run read; finish names the last row digested (m:%s .. m:%s)',
             v_through, r.read_message_ids[1], r.read_message_ids[cardinality(r.read_message_ids)]));
     END IF;
-    SELECT m.seq INTO v_seq FROM ember.messages AS m WHERE m.id = v_through;
+    SELECT m.seq INTO v_seq FROM ember.messages AS m WHERE m.tenant_id = p_tenant AND m.id = v_through;
     UPDATE ember.messages SET episode_id = r.episode_id
-    WHERE id = ANY(r.read_message_ids) AND seq <= v_seq AND episode_id IS NULL;
+    WHERE tenant_id = p_tenant AND id = ANY(r.read_message_ids) AND seq <= v_seq AND episode_id IS NULL;
     GET DIAGNOSTICS v_count = ROW_COUNT;
     UPDATE ember.steward_runs
     SET status = 'completed', digested_rows = v_count, finished_at = greatest(p_now, started_at)
-    WHERE id = p_run;
+    WHERE tenant_id = p_tenant AND id = p_run;
     RETURN format('digested %s rows through m:%s; the run is finished', v_count, v_through);
 END;
 $$;
@@ -352,7 +358,7 @@ $$;
 -- One tool call: (content, is_error). Validation failures (EM066) and bad values the casts catch
 -- become an is_error result with the reason; the call's writes roll back with the subtransaction.
 CREATE OR REPLACE FUNCTION ember.steward_apply_tool(
-    p_run bigint, p_name text, p_input jsonb, p_embedding jsonb, p_now timestamptz
+    p_tenant text, p_run bigint, p_name text, p_input jsonb, p_embedding jsonb, p_now timestamptz
 )
 RETURNS TABLE (content text, is_error boolean)
 LANGUAGE plpgsql
@@ -360,18 +366,18 @@ AS $$
 DECLARE
     v_status text;
 BEGIN
-    SELECT s.status INTO v_status FROM ember.steward_runs AS s WHERE s.id = p_run;
+    SELECT s.status INTO v_status FROM ember.steward_runs AS s WHERE s.tenant_id = p_tenant AND s.id = p_run;
     IF v_status <> 'running' THEN
         RETURN QUERY SELECT format('the run is %s: no tool applies after finish', v_status), true;
         RETURN;
     END IF;
     BEGIN
         content := CASE p_name
-            WHEN 'write_fact' THEN ember.steward_write_fact(p_run, p_input, p_embedding, p_now)
-            WHEN 'merge_facts' THEN ember.steward_merge_facts(p_run, p_input, p_embedding, p_now)
-            WHEN 'retire_fact' THEN ember.steward_retire_fact(p_input, p_now)
-            WHEN 'search_memory' THEN ember.steward_search_tool(p_run, p_input, p_embedding)
-            WHEN 'finish' THEN ember.steward_finish(p_run, p_input, p_now)
+            WHEN 'write_fact' THEN ember.steward_write_fact(p_tenant, p_run, p_input, p_embedding, p_now)
+            WHEN 'merge_facts' THEN ember.steward_merge_facts(p_tenant, p_run, p_input, p_embedding, p_now)
+            WHEN 'retire_fact' THEN ember.steward_retire_fact(p_tenant, p_input, p_now)
+            WHEN 'search_memory' THEN ember.steward_search_tool(p_tenant, p_run, p_input, p_embedding)
+            WHEN 'finish' THEN ember.steward_finish(p_tenant, p_run, p_input, p_now)
         END;
         IF content IS NULL THEN
             content := format('unknown tool "%s"; the tools are write_fact, merge_facts, retire_fact, '

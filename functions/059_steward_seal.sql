@@ -5,7 +5,7 @@
 
 -- True when the running steward run read a row of a thread that is isolated now. The worker asks
 -- this on an ember_cancel hint and at each lease renewal (a lost notification is noticed there).
-CREATE OR REPLACE FUNCTION ember.steward_run_cancel_requested(p_run bigint)
+CREATE OR REPLACE FUNCTION ember.steward_run_cancel_requested(p_tenant text, p_run bigint)
 RETURNS boolean
 LANGUAGE sql
 STABLE
@@ -13,9 +13,10 @@ AS $$
     SELECT coalesce((
         SELECT r.status = 'running' AND EXISTS (
             SELECT 1 FROM ember.messages AS m
-            WHERE m.id = ANY(r.read_message_ids) AND ember.is_isolated(m.thread_id)
+            WHERE m.tenant_id = r.tenant_id AND m.id = ANY(r.read_message_ids)
+                AND ember.is_isolated(r.tenant_id, m.thread_id)
         )
-        FROM ember.steward_runs AS r WHERE r.id = p_run
+        FROM ember.steward_runs AS r WHERE r.tenant_id = p_tenant AND r.id = p_run
     ), false)
 $$;
 
@@ -30,9 +31,9 @@ DECLARE
 BEGIN
     FOR v_run IN
         SELECT r.id FROM ember.steward_runs AS r
-        WHERE r.status = 'running'
+        WHERE r.tenant_id = new.tenant_id AND r.status = 'running'
             AND EXISTS (SELECT 1 FROM ember.messages AS m
-                        WHERE m.id = ANY(r.read_message_ids) AND m.thread_id = new.id)
+                        WHERE m.tenant_id = new.tenant_id AND m.id = ANY(r.read_message_ids) AND m.thread_id = new.id)
     LOOP
         PERFORM pg_notify('ember_cancel', v_run::text);
     END LOOP;

@@ -309,7 +309,7 @@ BEGIN
     WITH items AS (
         SELECT i.ordinality, i.value ->> 'role' AS role,
                coalesce(i.value ->> 'model', CASE i.value ->> 'role'
-                   WHEN 'steward' THEN ember.steward_model()
+                   WHEN 'steward' THEN ember.steward_model(ember.sole_tenant())
                    WHEN 'judge' THEN ember.route_model('standard', '{}')
                    ELSE ember.route_model('light', '{}') END) AS model,
                (i.value ->> 'calls')::bigint AS calls,

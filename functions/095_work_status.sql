@@ -200,12 +200,12 @@ DECLARE
     v_steward_model text;
 BEGIN
     IF v_steward IS NOT NULL THEN
-        v_steward_model := ember.steward_model();
+        v_steward_model := ember.steward_model(ember.sole_tenant());
     END IF;
 
     RETURN QUERY
     WITH
-    gens AS MATERIALIZED (SELECT * FROM ember.steward_backlog_generations(p_now)),
+    gens AS MATERIALIZED (SELECT * FROM ember.steward_backlog_generations(ember.sole_tenant(), p_now)),
     steward_run AS MATERIALIZED (
         SELECT r.id, r.worker, r.started_at, r.lease_expires_at
         FROM ember.steward_runs AS r WHERE r.status = 'running' AND r.lease_expires_at > p_now

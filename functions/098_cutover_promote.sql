@@ -167,7 +167,7 @@ EXECUTE FUNCTION ember.cutover_promote_on_insert();
 -- checks, the confirmation is recorded, and the fact then survives a rollback of its cut-over.
 -- Returns whether a confirmation was recorded.
 CREATE OR REPLACE FUNCTION ember.fact_confirmed(
-    p_fact bigint, p_run bigint, p_input jsonb, p_now timestamptz
+    p_tenant text, p_fact bigint, p_run bigint, p_input jsonb, p_now timestamptz
 )
 RETURNS boolean
 LANGUAGE plpgsql
@@ -176,13 +176,13 @@ DECLARE
     f ember.facts;
     v_kind text := CASE WHEN jsonb_typeof(p_input -> 'evidence_kind') = 'string' THEN p_input ->> 'evidence_kind' END;
 BEGIN
-    SELECT * INTO f FROM ember.facts WHERE id = p_fact;
+    SELECT * INTO f FROM ember.facts WHERE tenant_id = p_tenant AND id = p_fact;
     IF NOT FOUND OR f.cutover_id IS NULL OR f.status <> 'active'
-       OR ember.steward_evidence_error(p_run, v_kind, p_input -> 'evidence') IS NOT NULL THEN
+       OR ember.steward_evidence_error(p_tenant, p_run, v_kind, p_input -> 'evidence') IS NOT NULL THEN
         RETURN false;
     END IF;
-    INSERT INTO ember.fact_confirmations (fact_id, run_id, evidence_kind, evidence, at)
-    VALUES (p_fact, p_run, v_kind, p_input -> 'evidence', p_now);
+    INSERT INTO ember.fact_confirmations (tenant_id, fact_id, run_id, evidence_kind, evidence, at)
+    VALUES (p_tenant, p_fact, p_run, v_kind, p_input -> 'evidence', p_now);
     INSERT INTO ember.fact_history (tenant_id, fact_id, at, change, status, run_id, cutover_id)
     VALUES (f.tenant_id, p_fact, p_now, 'confirmed', f.status, p_run, f.cutover_id);
     RETURN true;

@@ -102,8 +102,8 @@ BEGIN
          EXCEPT SELECT id, seq, thread_id, categories, blocks::text FROM ember.backlog)
     $q$, 'backlog as before: ' || p_label);
     RETURN NEXT is_empty($q$
-        (SELECT * FROM ember.backlog_waiting EXCEPT SELECT * FROM old_backlog_waiting)
-        UNION ALL (SELECT * FROM old_backlog_waiting EXCEPT SELECT * FROM ember.backlog_waiting)
+        (SELECT thread_id, waiting_rows, labels, reason FROM ember.backlog_waiting EXCEPT SELECT * FROM old_backlog_waiting)
+        UNION ALL (SELECT * FROM old_backlog_waiting EXCEPT SELECT thread_id, waiting_rows, labels, reason FROM ember.backlog_waiting)
     $q$, 'backlog_waiting as before: ' || p_label);
 END;
 $$;

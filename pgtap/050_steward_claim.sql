@@ -67,7 +67,7 @@ SELECT is((SELECT r2.read_message_ids FROM ember.steward_runs AS r2
           (SELECT r1.read_message_ids FROM ember.steward_runs AS r1
            WHERE r1.id = (SELECT (p ->> 'run_id')::bigint FROM plan1)),
           'and nothing it read was digested: the next wake reads the same rows');
-SELECT ember.fail_steward_run((SELECT (p ->> 'run_id')::bigint FROM plan2), (SELECT (p ->> 'lease_token')::uuid FROM plan2),
+SELECT ember.fail_steward_run('default', (SELECT (p ->> 'run_id')::bigint FROM plan2), (SELECT (p ->> 'lease_token')::uuid FROM plan2),
                               'model unavailable', NULL, NULL, '2026-12-01 09:47Z');
 
 -- The wake limits: at most steward_wake_generations generations, about steward_wake_tokens.
@@ -75,14 +75,14 @@ UPDATE ember.settings SET value = '1' WHERE key = 'steward_wake_generations';
 CREATE TEMP TABLE plan3 AS SELECT ember.claim_steward_run('w3', '5 minutes', '2026-12-01 09:48Z') AS p;
 SELECT is((SELECT jsonb_array_length(p -> 'generations') FROM plan3), 1,
           'a wake reads at most steward_wake_generations generations');
-SELECT ember.fail_steward_run((SELECT (p ->> 'run_id')::bigint FROM plan3), (SELECT (p ->> 'lease_token')::uuid FROM plan3),
+SELECT ember.fail_steward_run('default', (SELECT (p ->> 'run_id')::bigint FROM plan3), (SELECT (p ->> 'lease_token')::uuid FROM plan3),
                               'stop', NULL, NULL, '2026-12-01 09:48Z');
 UPDATE ember.settings SET value = '4' WHERE key = 'steward_wake_generations';
 UPDATE ember.settings SET value = '20' WHERE key = 'steward_wake_tokens';
 CREATE TEMP TABLE plan4 AS SELECT ember.claim_steward_run('w4', '5 minutes', '2026-12-01 09:49Z') AS p;
 SELECT is((SELECT (p ->> 'row_count')::int FROM plan4), 1,
           'and about steward_wake_tokens: the generation that crosses the budget is read only in part');
-SELECT ember.fail_steward_run((SELECT (p ->> 'run_id')::bigint FROM plan4), (SELECT (p ->> 'lease_token')::uuid FROM plan4),
+SELECT ember.fail_steward_run('default', (SELECT (p ->> 'run_id')::bigint FROM plan4), (SELECT (p ->> 'lease_token')::uuid FROM plan4),
                               'stop', NULL, NULL, '2026-12-01 09:49Z');
 UPDATE ember.settings SET value = '80000' WHERE key = 'steward_wake_tokens';
 
@@ -99,7 +99,7 @@ SELECT is((SELECT p -> 'labels' FROM plan5), '["health"]'::jsonb,
           'and the read is reported: the steward generation carries the category');
 SELECT is((SELECT categories FROM ember.messages WHERE id = (SELECT (p ->> 'message_id')::bigint FROM plan5)),
           '{health}'::text[], 'so do the steward''s rows');
-SELECT ember.fail_steward_run((SELECT (p ->> 'run_id')::bigint FROM plan5), (SELECT (p ->> 'lease_token')::uuid FROM plan5),
+SELECT ember.fail_steward_run('default', (SELECT (p ->> 'run_id')::bigint FROM plan5), (SELECT (p ->> 'lease_token')::uuid FROM plan5),
                               'stop', NULL, NULL, '2026-12-01 09:50Z');
 
 -- A main generation labelled beyond the steward's tags waits as a whole, even though its

@@ -33,7 +33,7 @@ $$;
 -- One round with the given blocks; returns the step's result.
 CREATE FUNCTION pg_temp.step(p_blocks jsonb, p_now timestamptz DEFAULT '2026-12-01 09:41Z') RETURNS jsonb
 LANGUAGE sql AS $$
-    SELECT ember.steward_step(pg_temp.run(), pg_temp.token(),
+    SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(),
         jsonb_build_object('content', p_blocks, 'usage', '{"input_tokens": 100, "output_tokens": 10,
             "cache_read_input_tokens": 50, "cache_creation": {"ephemeral_5m_input_tokens": 20}}'::jsonb),
         '{}', 250, p_now)
@@ -47,23 +47,23 @@ CREATE FUNCTION pg_temp.ev(VARIADIC p_contents text []) RETURNS jsonb LANGUAGE s
 $$;
 
 -- Refusals of the step itself.
-SELECT throws_ok($$SELECT ember.steward_step(-1, pg_temp.token(), '{"content": []}')$$, 'EM061', NULL,
+SELECT throws_ok($$SELECT ember.steward_step('default', -1, pg_temp.token(), '{"content": []}')$$, 'EM061', NULL,
                  'a step for an unknown run is refused');
-SELECT throws_ok($$SELECT ember.steward_step(pg_temp.run(), gen_random_uuid(), '{"content": []}', '{}', NULL, '2026-12-01 09:41Z')$$,
+SELECT throws_ok($$SELECT ember.steward_step('default', pg_temp.run(), gen_random_uuid(), '{"content": []}', '{}', NULL, '2026-12-01 09:41Z')$$,
                  'EM062', NULL, 'a step with another lease token is refused');
-SELECT throws_ok($$SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": []}', '{}', NULL, '2026-12-01 09:50Z')$$,
+SELECT throws_ok($$SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), '{"content": []}', '{}', NULL, '2026-12-01 09:50Z')$$,
                  'EM063', NULL, 'a step after the lease lapsed is refused');
-SELECT throws_ok($$SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": "hi"}', '{}', NULL, '2026-12-01 09:41Z')$$,
+SELECT throws_ok($$SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), '{"content": "hi"}', '{}', NULL, '2026-12-01 09:41Z')$$,
                  'EM065', NULL, 'a response without a content array is refused');
-SELECT throws_ok($$SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": [{"type": "tool_use", "name": "finish"}]}', '{}', NULL, '2026-12-01 09:41Z')$$,
+SELECT throws_ok($$SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), '{"content": [{"type": "tool_use", "name": "finish"}]}', '{}', NULL, '2026-12-01 09:41Z')$$,
                  'EM065', NULL, 'a tool_use without an id is refused');
-SELECT throws_ok($$SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": []}', '{"x": [1, 2]}', NULL, '2026-12-01 09:41Z')$$,
+SELECT throws_ok($$SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), '{"content": []}', '{"x": [1, 2]}', NULL, '2026-12-01 09:41Z')$$,
                  'EM065', NULL, 'an embedding of the wrong size is refused');
 SELECT is((SELECT rounds FROM ember.steward_runs WHERE id = pg_temp.run()), 0, 'a refused step counts no round');
 
-SELECT lives_ok($$SELECT ember.extend_steward_lease(pg_temp.run(), pg_temp.token(), '20 minutes', '2026-12-01 09:41Z')$$,
+SELECT lives_ok($$SELECT ember.extend_steward_lease('default', pg_temp.run(), pg_temp.token(), '20 minutes', '2026-12-01 09:41Z')$$,
                 'a running run''s lease can be extended');
-SELECT throws_ok($$SELECT ember.extend_steward_lease(pg_temp.run(), gen_random_uuid(), '20 minutes', '2026-12-01 09:41Z')$$,
+SELECT throws_ok($$SELECT ember.extend_steward_lease('default', pg_temp.run(), gen_random_uuid(), '20 minutes', '2026-12-01 09:41Z')$$,
                  'EM062', NULL, 'but not by another claim');
 
 -- write_fact

@@ -19,7 +19,7 @@ $$;
 -- One round that writes nothing (text only, so the reminder comes back), with digest p_digest.
 CREATE FUNCTION pg_temp.step_sql(p_digest text) RETURNS text LANGUAGE sql AS $$
     SELECT format(
-        'SELECT ember.steward_step(%s, %L, %L, p_now => %L, p_prompt_sha256 => %L)',
+        'SELECT ember.steward_step(''default'', %s, %L, %L, p_now => %L, p_prompt_sha256 => %L)',
         pg_temp.run(), pg_temp.token(),
         '{"content": [{"type": "text", "text": "reading"}], "usage": {"input_tokens": 10, "output_tokens": 1}}',
         '2026-12-01 09:41Z', p_digest
@@ -44,10 +44,10 @@ SELECT is(pg_temp.digest(), :'v1', 'the run records the digest of the steward pr
 SELECT lives_ok(pg_temp.step_sql(NULL), 'a step without a digest is applied');
 SELECT is(pg_temp.digest(), :'v1', 'a round without a digest keeps the one recorded before');
 
-SELECT throws_ok(format('SELECT ember.fail_steward_run(%s, %L, %L, p_now => %L, p_prompt_sha256 => %L)',
+SELECT throws_ok(format('SELECT ember.fail_steward_run(''default'', %s, %L, %L, p_now => %L, p_prompt_sha256 => %L)',
                         pg_temp.run(), pg_temp.token(), 'model call failed', '2026-12-01 09:42Z', 'not a digest'),
                  'EM140', NULL, 'a failed run with a malformed digest is refused, and stays running');
-SELECT ember.fail_steward_run(pg_temp.run(), pg_temp.token(), 'model call failed',
+SELECT ember.fail_steward_run('default', pg_temp.run(), pg_temp.token(), 'model call failed',
                               p_now => '2026-12-01 09:42Z', p_prompt_sha256 => :'v2');
 SELECT is((SELECT status || ' ' || prompt_sha256 FROM ember.steward_runs WHERE id = pg_temp.run()),
           'failed ' || :'v2', 'a failed run records the digest of the prompt its last request carried');

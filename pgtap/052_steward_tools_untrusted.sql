@@ -16,7 +16,7 @@ CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '202
 CREATE FUNCTION pg_temp.run() RETURNS bigint LANGUAGE sql AS $$ SELECT (p ->> 'run_id')::bigint FROM plan $$;
 CREATE FUNCTION pg_temp.token() RETURNS uuid LANGUAGE sql AS $$ SELECT (p ->> 'lease_token')::uuid FROM plan $$;
 CREATE FUNCTION pg_temp.one(p_name text, p_input jsonb) RETURNS jsonb LANGUAGE sql AS $$
-    SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), jsonb_build_object('content', jsonb_build_array(
+    SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), jsonb_build_object('content', jsonb_build_array(
         jsonb_build_object('type', 'tool_use', 'id', 'call-' || md5(random()::text), 'name', p_name, 'input', p_input))),
         '{}', 10, '2026-12-01 09:41Z') -> 'results' -> 0
 $$;
@@ -60,7 +60,7 @@ SELECT is((SELECT count(*) FROM ember.facts), (SELECT n FROM before), 'none of t
 
 -- Sealing a thread the run read: no further round may carry its rows, nothing may come of them.
 UPDATE ember.threads SET seal_tier = 'isolated' WHERE id = 'plain';
-CREATE TEMP TABLE sealed AS SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), jsonb_build_object('content',
+CREATE TEMP TABLE sealed AS SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), jsonb_build_object('content',
     jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'late', 'name', 'write_fact', 'input',
         jsonb_build_object('text', 'The user likes tea a lot.', 'evidence_kind', 'user-stated',
             'evidence', jsonb_build_array(jsonb_build_object('message_id', pg_temp.mid('I prefer tea over coffee.'))))))),

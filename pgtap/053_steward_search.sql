@@ -29,7 +29,7 @@ CREATE FUNCTION pg_temp.run() RETURNS bigint LANGUAGE sql AS $$ SELECT (p ->> 'r
 CREATE FUNCTION pg_temp.token() RETURNS uuid LANGUAGE sql AS $$ SELECT (p ->> 'lease_token')::uuid FROM plan $$;
 
 -- One step writes two facts, the first with an embedding computed by the worker.
-SELECT ember.steward_step(pg_temp.run(), pg_temp.token(), jsonb_build_object('content', jsonb_build_array(
+SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(), jsonb_build_object('content', jsonb_build_array(
     pg_temp.call('a', 'write_fact', jsonb_build_object('text', 'The user is allergic to penicillin.',
         'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id', pg_temp.mid('I am allergic to penicillin.'))))),
     pg_temp.call('b', 'write_fact', jsonb_build_object('text', 'The user flies Lufthansa.',
@@ -88,7 +88,7 @@ SELECT is((SELECT count(*)::int FROM ember.search_memory('default', 'human', 'Lu
 
 -- The round limit fails the run and marks nothing.
 UPDATE ember.settings SET value = '2' WHERE key = 'steward_max_rounds';
-SELECT is(ember.steward_step(pg_temp.run(), pg_temp.token(), '{"content": [{"type": "text", "text": "thinking"}]}',
+SELECT is(ember.steward_step('default', pg_temp.run(), pg_temp.token(), '{"content": [{"type": "text", "text": "thinking"}]}',
                              '{}', NULL, '2026-12-01 09:42Z') ->> 'status',
           'failed', 'a run that reaches steward_max_rounds without finish fails');
 SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL), 0,
@@ -96,11 +96,11 @@ SELECT is((SELECT count(*)::int FROM ember.messages WHERE episode_id IS NOT NULL
 
 UPDATE ember.settings SET value = '12' WHERE key = 'steward_max_rounds';
 CREATE TEMP TABLE plan2 AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:43Z') AS p;
-SELECT is(ember.steward_step((SELECT (p ->> 'run_id')::bigint FROM plan2), (SELECT (p ->> 'lease_token')::uuid FROM plan2),
+SELECT is(ember.steward_step('default', (SELECT (p ->> 'run_id')::bigint FROM plan2), (SELECT (p ->> 'lease_token')::uuid FROM plan2),
               '{"content": [{"type": "tool_use", "id": "r1", "name": "retire_fact", "input": {"fact_id": "1", "reason": "x"}}]}',
               '{}', NULL, '2026-12-01 09:44Z', '{"r1": "fact_id: Input should be a valid integer"}') -> 'results' -> 0 ->> 'content',
           'fact_id: Input should be a valid integer', 'a call the worker''s tool model refused is answered with its reason');
-SELECT lives_ok(format('SELECT ember.release_steward_run(%s, %L, %L)', (SELECT p ->> 'run_id' FROM plan2),
+SELECT lives_ok(format('SELECT ember.release_steward_run(''default'', %s, %L, %L)', (SELECT p ->> 'run_id' FROM plan2),
                        (SELECT p ->> 'lease_token' FROM plan2), '2026-12-01 09:45Z'),
                 'a worker shutting down releases its run');
 SELECT isnt(ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:45Z'), NULL,

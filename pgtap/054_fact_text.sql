@@ -19,7 +19,7 @@ SELECT ember.ensure_steward_thread('default', '2026-12-01 09:00Z');
 SELECT ember.append_message('default', 'plain', 'user', E'I prefer tea.\nAnd no calls before nine.', p_now => '2026-12-01 09:01Z');
 CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '2026-12-01 09:40Z') AS p;
 CREATE FUNCTION pg_temp.one(p_name text, p_input jsonb) RETURNS jsonb LANGUAGE sql AS $$
-    SELECT ember.steward_step((SELECT (p ->> 'run_id')::bigint FROM plan), (SELECT (p ->> 'lease_token')::uuid FROM plan),
+    SELECT ember.steward_step('default', (SELECT (p ->> 'run_id')::bigint FROM plan), (SELECT (p ->> 'lease_token')::uuid FROM plan),
         jsonb_build_object('content', jsonb_build_array(
         jsonb_build_object('type', 'tool_use', 'id', 'call-' || md5(random()::text), 'name', p_name, 'input', p_input))),
         '{}', 10, '2026-12-01 09:41Z') -> 'results' -> 0

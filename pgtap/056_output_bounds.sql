@@ -22,7 +22,7 @@ CREATE FUNCTION pg_temp.write(p_text text) RETURNS jsonb LANGUAGE sql AS $$
 $$;
 CREATE FUNCTION pg_temp.step(p_blocks jsonb, p_now timestamptz DEFAULT '2026-12-01 09:41Z') RETURNS jsonb
 LANGUAGE sql AS $$
-    SELECT ember.steward_step(pg_temp.run(), pg_temp.token(),
+    SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(),
         jsonb_build_object('content', p_blocks, 'usage', '{"input_tokens": 1, "output_tokens": 1}'::jsonb),
         '{}', 1, p_now)
 $$;

@@ -9,7 +9,7 @@ SELECT ember.create_thread('default', 'plain', 'side', NULL, NULL, 'open', NULL,
 SELECT ember.append_message('default', 'doc', 'user', 'My diagnosis is Zebrafluenza.', p_now => '2026-12-01 09:10Z') AS m_doc \gset
 SELECT ember.append_message('default', 'plain', 'user', 'I prefer green tea.', p_now => '2026-12-01 09:11Z') AS m_tea \gset
 SELECT ember.claim_steward_run('w', '5 minutes', '2026-12-01 10:00Z') AS plan \gset
-SELECT ember.steward_step((:'plan'::jsonb ->> 'run_id')::bigint, (:'plan'::jsonb ->> 'lease_token')::uuid,
+SELECT ember.steward_step('default', (:'plan'::jsonb ->> 'run_id')::bigint, (:'plan'::jsonb ->> 'lease_token')::uuid,
     jsonb_build_object('content', jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'w1',
         'name', 'write_fact', 'input', jsonb_build_object('text', 'The diagnosis is Zebrafluenza.',
             'evidence_kind', 'user-stated', 'evidence', jsonb_build_array(jsonb_build_object('message_id', :m_doc)))))),

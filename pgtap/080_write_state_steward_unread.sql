@@ -19,7 +19,7 @@ $$;
 SELECT ok(pg_temp.run() IS NOT NULL, 'the steward claims the ended thread''s row');
 SELECT is(pg_temp.unread_steward_generations(), 0::bigint,
           'while it runs, its generation''s rows (the plan) are not unread');
-SELECT ember.steward_step(pg_temp.run(), pg_temp.token(),
+SELECT ember.steward_step('default', pg_temp.run(), pg_temp.token(),
     jsonb_build_object('content', jsonb_build_array(jsonb_build_object(
         'type', 'tool_use', 'id', 'call-1', 'name', 'finish', 'input', jsonb_build_object(
             'through_message_id', (SELECT id FROM ember.messages WHERE thread_id = 'plain')))),

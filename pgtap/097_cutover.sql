@@ -212,7 +212,7 @@ CREATE TEMP TABLE plan AS SELECT ember.claim_steward_run('w', '10 minutes', '203
 SELECT is((SELECT (p -> 'row_count')::int FROM plan), 4,
           'the steward reads the rows before the point and the other thread''s: never shadow''s');
 CREATE FUNCTION pg_temp.step(p_name text, p_input jsonb) RETURNS text LANGUAGE sql AS $$
-    SELECT ember.steward_step((SELECT (p ->> 'run_id')::bigint FROM plan), (SELECT (p ->> 'lease_token')::uuid FROM plan),
+    SELECT ember.steward_step('default', (SELECT (p ->> 'run_id')::bigint FROM plan), (SELECT (p ->> 'lease_token')::uuid FROM plan),
         jsonb_build_object('content', jsonb_build_array(jsonb_build_object('type', 'tool_use', 'id', 'c-' || md5(random()::text),
             'name', p_name, 'input', p_input)), 'usage', '{"input_tokens": 10, "output_tokens": 5}'::jsonb),
         '{}', 100, '2030-03-01 13:01+00') -> 'results' -> 0 ->> 'content'

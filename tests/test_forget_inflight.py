@@ -70,7 +70,8 @@ def test_forget_cancels_an_in_flight_shadow_run_and_its_submit_stores_nothing(db
             ],
         }
         result = worker.execute(
-            "SELECT ember.submit_shadow_run('default', %s, %s::uuid, %s)", (run, token, Jsonb(outcome))
+            "SELECT ember.submit_shadow_run('default', %s, %s::uuid, %s)",
+            (run, token, Jsonb(outcome)),
         ).fetchone()
         worker.commit()
         assert result is not None

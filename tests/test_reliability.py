@@ -363,7 +363,7 @@ def _step(conn: psycopg.Connection[Any], plan: dict[str, Any], blocks: list[Any]
     return dict(
         _one(
             conn,
-            "SELECT ember.steward_step(%s, %s, %s)",
+            "SELECT ember.steward_step('default', %s, %s, %s)",
             plan["run_id"],
             plan["lease_token"],
             Jsonb({"content": blocks, "usage": {"input_tokens": 1, "output_tokens": 1}}),

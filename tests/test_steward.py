@@ -196,7 +196,7 @@ def test_search_finds_a_fact_by_meaning_not_only_by_shared_words(
     tea, _, calls = read
     step = _query(
         db,
-        "SELECT ember.steward_step(%s, %s, %s::jsonb)",
+        "SELECT ember.steward_step('default', %s, %s, %s::jsonb)",
         plan["run_id"],
         plan["lease_token"],
         Jsonb(

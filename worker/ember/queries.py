@@ -301,23 +301,28 @@ CLAIM_STEWARD: LiteralString = (
     "SELECT ember.claim_steward_run(%(worker)s, %(lease)s) WHERE ember.steward_has_work()"
 )
 # True once a thread the run read is sealed (functions/059_steward_seal.sql).
-STEWARD_CANCEL_REQUESTED: LiteralString = "SELECT ember.steward_run_cancel_requested(%(run)s)"
+STEWARD_CANCEL_REQUESTED: LiteralString = (
+    "SELECT ember.steward_run_cancel_requested(%(tenant)s, %(run)s)"
+)
 # One step of the steward's tool loop: the model's answer in, what to send next out.
 STEWARD_STEP: LiteralString = (
-    "SELECT ember.steward_step(%(run)s, %(token)s, %(response)s, %(embeddings)s, %(latency_ms)s, "
+    "SELECT ember.steward_step(%(tenant)s, %(run)s, %(token)s, %(response)s, %(embeddings)s, "
+    "%(latency_ms)s, "
     "p_rejections => %(rejections)s, p_prompt_sha256 => %(prompt_sha256)s)"
 )
 # The worker gives up on a run; the digest of the steward prompt it was sent with, if any.
 FAIL_STEWARD: LiteralString = (
-    "SELECT ember.fail_steward_run(%(run)s, %(token)s, %(error)s, "
+    "SELECT ember.fail_steward_run(%(tenant)s, %(run)s, %(token)s, %(error)s, "
     "p_prompt_sha256 => %(prompt_sha256)s)"
 )
 # Keep the steward run's lease for another %(lease)s.
 EXTEND_STEWARD_LEASE: LiteralString = (
-    "SELECT ember.extend_steward_lease(%(run)s, %(lease_token)s, %(lease)s)"
+    "SELECT ember.extend_steward_lease(%(tenant)s, %(run)s, %(lease_token)s, %(lease)s)"
 )
 # Give the steward run back unfinished (the worker is stopping).
-RELEASE_STEWARD: LiteralString = "SELECT ember.release_steward_run(%(run)s, %(lease_token)s)"
+RELEASE_STEWARD: LiteralString = (
+    "SELECT ember.release_steward_run(%(tenant)s, %(run)s, %(lease_token)s)"
+)
 # Up to %(limit)s active facts without an embedding, for the worker's embedder.
 FACTS_TO_EMBED: LiteralString = "SELECT fact_id, text FROM ember.facts_to_embed(%(limit)s)"
 # One fact's embedding, with the model that made it.

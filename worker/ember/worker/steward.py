@@ -206,6 +206,7 @@ class StewardPipeline(LeasedPipeline):
                 cur = await conn.execute(
                     queries.STEWARD_STEP,
                     {
+                        "tenant": job.tenant,
                         "run": job.run_id,
                         "token": job.lease_token,
                         "response": Jsonb(response),
@@ -231,6 +232,7 @@ class StewardPipeline(LeasedPipeline):
                 await conn.execute(
                     queries.FAIL_STEWARD,
                     {
+                        "tenant": job.tenant,
                         "run": job.run_id,
                         "token": job.lease_token,
                         "error": error,
