@@ -132,6 +132,21 @@ BEGIN
 END;
 $$;
 
+-- The tenants with a generation the steward may be due to read (undigested, ended or idle for
+-- idle_before_digest), from the partial indexes of pending generations: the candidates that
+-- steward_tenant_has_work then decides, so the cost follows the tenants with pending work.
+CREATE OR REPLACE FUNCTION ember.steward_candidate_tenants(p_now timestamptz)
+RETURNS TABLE (tenant_id text)
+LANGUAGE sql STABLE
+AS $$
+    SELECT p.tenant_id FROM ember.generation_progress AS p
+    WHERE p.undigested > 0 AND p.steward_reads AND p.ended
+    UNION
+    SELECT p.tenant_id FROM ember.generation_progress AS p
+    WHERE p.undigested > 0 AND p.steward_reads
+        AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
+$$;
+
 -- The tenants whose steward has work now (steward_tenant_has_work), in the order claims serve
 -- them: the tenant whose steward was claimed longest ago (or never) first, so a tenant with a
 -- large backlog takes one wake in turn with every other tenant that has work, never all of them.
@@ -142,14 +157,7 @@ RETURNS TABLE (tenant_id text)
 LANGUAGE sql STABLE
 AS $$
     SELECT c.tenant_id
-    FROM (
-        SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
-        WHERE p.undigested > 0 AND p.steward_reads AND p.ended
-        UNION
-        SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
-        WHERE p.undigested > 0 AND p.steward_reads
-            AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
-    ) AS c
+    FROM ember.steward_candidate_tenants(p_now) AS c
     WHERE ember.steward_tenant_has_work(c.tenant_id, p_now)
     ORDER BY (SELECT max(r.id) FROM ember.steward_runs AS r WHERE r.tenant_id = c.tenant_id) NULLS FIRST, c.tenant_id
 $$;
@@ -162,14 +170,7 @@ LANGUAGE sql STABLE
 AS $$
     SELECT EXISTS (
         SELECT 1
-        FROM (
-            SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
-            WHERE p.undigested > 0 AND p.steward_reads AND p.ended
-            UNION
-            SELECT DISTINCT p.tenant_id FROM ember.generation_progress AS p
-            WHERE p.undigested > 0 AND p.steward_reads
-                AND p.last_message_at <= ember.require_now(p_now) - ember.setting_interval('idle_before_digest')
-        ) AS c
+        FROM ember.steward_candidate_tenants(p_now) AS c
         WHERE ember.steward_tenant_has_work(c.tenant_id, p_now)
     )
 $$;
